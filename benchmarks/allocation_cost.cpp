@@ -1,0 +1,167 @@
+// Host cost of one allocation: served from a reserved graphpool arena, against
+// cudaMallocFromPoolAsync + cudaFreeAsync and cudaMalloc + cudaFree, side by side in one run.
+//
+// usage: graphpool_bench_allocation_cost [--json PATH] [--runs N]
+// Prints a table and writes JSON (default: allocation_cost.json). Needs a CUDA device.
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "graphpool/graphpool.hpp"
+
+namespace {
+
+constexpr std::size_t MiB = std::size_t{1} << 20;
+constexpr std::size_t allocation_bytes = 1 * MiB;
+constexpr int branches = 4;
+constexpr int parts_per_branch = 8;
+
+struct measurement {
+  std::string name;
+  std::string what;
+  int operations_per_run = 0;
+  std::vector<double> runs_ns;  // per operation, one value per run
+  double median_ns = 0;
+};
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+// Times `body(operations)` `runs` times after one warm-up; each run's figure is ns per operation.
+measurement measure(std::string name, std::string what, int operations, int runs,
+                    const std::function<void(int)>& body) {
+  measurement m{std::move(name), std::move(what), operations, {}, 0};
+  body(operations);  // warm-up
+  for (int r = 0; r < runs; ++r) {
+    const auto start = std::chrono::steady_clock::now();
+    body(operations);
+    const auto stop = std::chrono::steady_clock::now();
+    m.runs_ns.push_back(std::chrono::duration<double, std::nano>(stop - start).count() / operations);
+  }
+  m.median_ns = median(m.runs_ns);
+  return m;
+}
+
+std::uintptr_t sink = 0;  // keeps the arena lookups from being optimized away
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string json_path = "allocation_cost.json";
+  int runs = 9;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--json" && i + 1 < argc) {
+      json_path = argv[++i];
+    } else if (arg == "--runs" && i + 1 < argc) {
+      runs = std::max(1, std::atoi(argv[++i]));
+    } else {
+      std::fprintf(stderr, "usage: %s [--json PATH] [--runs N]\n", argv[0]);
+      return 2;
+    }
+  }
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    std::printf("allocation_cost: no CUDA device; this benchmark compares against the CUDA allocators and needs one\n");
+    return 77;
+  }
+  try {
+    cudaDeviceProp prop{};
+    GRAPHPOOL_CUDA_TRY(cudaGetDeviceProperties(&prop, 0), "device properties");
+    cudaStream_t stream = nullptr;
+    GRAPHPOOL_CUDA_TRY(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
+
+    graphpool::cuda_pool_resource pool;
+    graphpool::arena_allocator<graphpool::cuda_pool_resource> arenas(pool);
+    const graphpool::slot_id slot = arenas.declare_slot("layer0");
+    for (int b = 0; b < branches; ++b) {
+      std::vector<graphpool::part> saved(parts_per_branch, graphpool::part(allocation_bytes / (b + 1)));
+      arenas.declare_branch(slot, "b" + std::to_string(b), graphpool::branch_layout{{}, saved});
+    }
+    arenas.reserve();
+
+    std::vector<measurement> results;
+    results.push_back(measure("arena view", "view(slot, branch).saved(i): the address of a declared part", 1 << 20, runs,
+                              [&](int n) {
+                                for (int i = 0; i < n; ++i) {
+                                  const graphpool::branch_id branch{static_cast<std::uint32_t>(i & (branches - 1))};
+                                  sink ^= reinterpret_cast<std::uintptr_t>(
+                                      arenas.view(slot, branch).saved(static_cast<std::size_t>(i >> 2) % parts_per_branch));
+                                }
+                              }));
+    results.push_back(measure("arena cursor", "branch_cursor::allocate: the next part, checked against its declaration",
+                              1 << 20, runs, [&](int n) {
+                                for (int i = 0; i < n; i += parts_per_branch) {
+                                  auto cursor = arenas.cursor(slot, graphpool::branch_id{static_cast<std::uint32_t>(
+                                                                        (i / parts_per_branch) & (branches - 1))});
+                                  for (int p = 0; p < parts_per_branch; ++p) {
+                                    sink ^= reinterpret_cast<std::uintptr_t>(cursor.allocate(allocation_bytes / branches));
+                                  }
+                                }
+                              }));
+    results.push_back(measure("cudaMallocFromPoolAsync+cudaFreeAsync", "1 MiB from a pool with release threshold max",
+                              20000, runs, [&](int n) {
+                                for (int i = 0; i < n; ++i) {
+                                  void* ptr = nullptr;
+                                  GRAPHPOOL_CUDA_TRY(cudaMallocFromPoolAsync(&ptr, allocation_bytes, pool.pool(), stream),
+                                                     "pool allocate");
+                                  GRAPHPOOL_CUDA_TRY(cudaFreeAsync(ptr, stream), "pool free");
+                                }
+                                GRAPHPOOL_CUDA_TRY(cudaStreamSynchronize(stream), "sync");
+                              }));
+    results.push_back(measure("cudaMalloc+cudaFree", "1 MiB", 500, runs, [&](int n) {
+      for (int i = 0; i < n; ++i) {
+        void* ptr = nullptr;
+        GRAPHPOOL_CUDA_TRY(cudaMalloc(&ptr, allocation_bytes), "cudaMalloc");
+        GRAPHPOOL_CUDA_TRY(cudaFree(ptr), "cudaFree");
+      }
+    }));
+    GRAPHPOOL_CUDA_TRY(cudaStreamDestroy(stream), "stream");
+
+    const double pool_ns = results[2].median_ns;
+    std::printf("host cost per allocation on %s (median of %d runs)\n\n", prop.name, runs);
+    std::printf("%-40s %12s %14s\n", "method", "ns / alloc", "pool / method");
+    for (const measurement& m : results) {
+      std::printf("%-40s %12.1f %13.1fx\n", m.name.c_str(), m.median_ns, pool_ns / m.median_ns);
+    }
+    const double ratio = pool_ns / results[0].median_ns;
+    std::printf("\narena view is %.0fx cheaper than the pool pair (target: at least 25x)\n", ratio);
+
+    std::FILE* out = std::fopen(json_path.c_str(), "w");
+    if (out == nullptr) {
+      std::fprintf(stderr, "allocation_cost: cannot write %s: %s\n", json_path.c_str(), std::strerror(errno));
+      return 1;
+    }
+    std::fprintf(out, "{\n  \"benchmark\": \"allocation_cost\",\n  \"device\": \"%s\",\n  \"runs\": %d,\n", prop.name, runs);
+    std::fprintf(out, "  \"allocation_bytes\": %zu,\n  \"results\": [\n", allocation_bytes);
+    for (std::size_t i = 0; i < results.size(); ++i) {
+      const measurement& m = results[i];
+      std::fprintf(out, "    {\"name\": \"%s\", \"what\": \"%s\", \"operations_per_run\": %d, \"median_ns\": %.3f, \"runs_ns\": [",
+                   m.name.c_str(), m.what.c_str(), m.operations_per_run, m.median_ns);
+      for (std::size_t r = 0; r < m.runs_ns.size(); ++r) std::fprintf(out, "%s%.3f", r ? ", " : "", m.runs_ns[r]);
+      std::fprintf(out, "]}%s\n", i + 1 < results.size() ? "," : "");
+    }
+    std::fprintf(out, "  ],\n  \"pool_over_arena_view\": %.2f,\n  \"pool_over_arena_cursor\": %.2f,\n", ratio,
+                 pool_ns / results[1].median_ns);
+    std::fprintf(out, "  \"target_ratio\": 25,\n  \"sink\": %llu\n}\n", static_cast<unsigned long long>(sink & 1));
+    std::fclose(out);
+    std::printf("wrote %s\n", json_path.c_str());
+    return 0;
+  } catch (const graphpool::error& e) {
+    std::fprintf(stderr, "allocation_cost failed: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,10 @@
+#pragma once
+/// @file graphpool.hpp
+/// @brief Everything graphpool offers, in one include.
+
+#include "graphpool/error.hpp"
+#include "graphpool/memory/alignment.hpp"
+#include "graphpool/memory/arena_allocator.hpp"
+#include "graphpool/memory/cuda_pool_resource.hpp"
+#include "graphpool/memory/host_resource.hpp"
+#include "graphpool/memory/layout.hpp"

@@ -1,0 +1,16 @@
+// Uses the installed headers: two branches of one slot on host memory.
+#include <graphpool/graphpool.hpp>
+
+#include <cstdio>
+
+int main() {
+  graphpool::host_resource host;
+  graphpool::arena_allocator<graphpool::host_resource> arenas(host);
+  const auto slot = arenas.declare_slot("slot");
+  const auto a = arenas.declare_branch(slot, "a", {{}, {graphpool::part(1 << 20)}});
+  const auto b = arenas.declare_branch(slot, "b", {{}, {graphpool::part(1 << 19)}});
+  arenas.reserve();
+  const bool shared = arenas.view(slot, a).saved(0) == arenas.view(slot, b).saved(0);
+  std::printf("consumer: %s", arenas.statistics().summary().c_str());
+  return shared && arenas.statistics().reserved_bytes == (1u << 20) ? 0 : 1;
+}

@@ -1,0 +1,68 @@
+// The host resource, the error type, and the resources' fit to CCCL's cuda::mr concepts.
+
+#define LIBCUDACXX_ENABLE_EXPERIMENTAL_MEMORY_RESOURCE
+#include <cuda/memory_resource>
+#include <cuda/stream_ref>
+
+#include <cstdint>
+#include <cstring>
+
+#include "catch.hpp"
+#include "graphpool/detail/format.hpp"
+#include "graphpool/error.hpp"
+#include "graphpool/memory/cuda_pool_resource.hpp"
+#include "graphpool/memory/host_resource.hpp"
+
+// The toolkit's CCCL (3.0 in CUDA 13.0) accepts both resources; checked where the code is compiled.
+static_assert(cuda::mr::resource<graphpool::host_resource>);
+static_assert(cuda::mr::resource<graphpool::cuda_pool_resource>);
+static_assert(cuda::mr::async_resource<graphpool::cuda_pool_resource>);
+
+using Catch::Matchers::Contains;
+
+TEST_CASE("the host resource honours alignment and rejects bad ones", "[resource]") {
+  graphpool::host_resource host;
+  for (std::size_t alignment : {1, 16, 256, 4096, 65536}) {
+    void* ptr = host.allocate_sync(1000, alignment);
+    CHECK(reinterpret_cast<std::uintptr_t>(ptr) % alignment == 0);
+    std::memset(ptr, 0xab, 1000);
+    host.deallocate_sync(ptr, 1000, alignment);
+  }
+  void* zero = host.allocate(0, 256);
+  CHECK(zero != nullptr);
+  host.deallocate(zero, 0, 256);
+  CHECK_THROWS_WITH(host.allocate_sync(8, 0), Contains("host_resource::allocate_sync of 8 bytes: alignment 0"));
+  CHECK_THROWS_WITH(host.allocate_sync(8, 3), Contains("alignment 3 is not a power of two"));
+  CHECK(graphpool::host_resource{} == graphpool::host_resource{});
+}
+
+TEST_CASE("graphpool::error carries the CUDA status when there is one", "[error]") {
+  const graphpool::error plain("no CUDA here");
+  CHECK(plain.cuda_code() == 0);
+  CHECK(std::string(plain.what()) == "no CUDA here");
+  const graphpool::error cuda("reserve failed", 2);
+  CHECK(cuda.cuda_code() == 2);
+  const std::string message =
+      graphpool::detail::cuda_failure_message(cudaErrorMemoryAllocation, "cudaMalloc(&p, n)", "file.cpp", 12, "arena 'a'");
+  CHECK_THAT(message, Contains("arena 'a': cudaMalloc(&p, n) failed with cudaErrorMemoryAllocation"));
+  CHECK_THAT(message, Contains("file.cpp:12"));
+}
+
+TEST_CASE("the CUDA-checking macro throws with the status and the context", "[error]") {
+  auto failing = [] { GRAPHPOOL_CUDA_TRY(cudaErrorInvalidValue, "reserving slot 's'"); };
+  try {
+    failing();
+    FAIL("GRAPHPOOL_CUDA_TRY did not throw");
+  } catch (const graphpool::error& e) {
+    CHECK(e.cuda_code() == static_cast<int>(cudaErrorInvalidValue));
+    CHECK_THAT(std::string(e.what()), Contains("reserving slot 's': cudaErrorInvalidValue failed with cudaErrorInvalidValue"));
+  }
+}
+
+TEST_CASE("byte counts print in binary units", "[format]") {
+  CHECK(graphpool::detail::format_bytes(0) == "0 B");
+  CHECK(graphpool::detail::format_bytes(1023) == "1023 B");
+  CHECK(graphpool::detail::format_bytes(1536) == "1.50 KiB");
+  CHECK(graphpool::detail::format_bytes(std::size_t{256} << 20) == "256.00 MiB");
+  CHECK(graphpool::detail::format_bytes(std::size_t{3} << 40) == "3.00 TiB");
+}
