@@ -9,8 +9,8 @@ graphpool_missing=()
 command -v cmake >/dev/null 2>&1 || graphpool_missing+=(cmake)
 command -v ninja >/dev/null 2>&1 || graphpool_missing+=(ninja-build)
 command -v g++ >/dev/null 2>&1 || graphpool_missing+=(g++)
-if ! ls /usr/include/catch2/catch.hpp /usr/include/catch2/catch_all.hpp \
-        /usr/local/include/catch2/catch.hpp /usr/local/include/catch2/catch_all.hpp >/dev/null 2>&1; then
+# Catch2 2.x or 3.x, wherever a CMake package of it is installed.
+if [ -z "$(find /usr /opt -maxdepth 6 -name Catch2Config.cmake -print -quit 2>/dev/null)" ]; then
   graphpool_missing+=(catch2)
 fi
 for graphpool_extra in ${GRAPHPOOL_EXTRA_PACKAGES:-}; do
