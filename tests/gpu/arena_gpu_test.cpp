@@ -19,12 +19,15 @@ using graphpool::branch_layout;
 using graphpool::cuda_pool_resource;
 using graphpool::part;
 using graphpool::slot_id;
-using Catch::Matchers::Contains;
+using graphpool::testing::contains_text;
 
 namespace {
 
 constexpr std::size_t MiB = std::size_t{1} << 20;
-constexpr std::size_t granularity = 2 * MiB;  // the pool grows in 2 MiB steps
+constexpr std::size_t granularity = 2 * MiB;  // device allocation granularity
+// A pool grows by whole chunks: for allocations this large the H200 (driver 580) was measured to
+// reserve multiples of 32 MiB (100 MiB -> 128 MiB, 528 MiB -> 544 MiB).
+constexpr std::size_t pool_chunk = 32 * MiB;
 
 std::size_t device_free_bytes() {
   std::size_t free_bytes = 0;
@@ -62,8 +65,8 @@ TEST_CASE("four branches of different sizes reserve the max from the pool, not t
   INFO("pool reserved " << pool.reserved_bytes() << " bytes, largest branch " << largest << ", sum " << sum);
   CHECK(pool.used_bytes() == largest);
   CHECK(pool.reserved_bytes() >= largest);
-  CHECK(pool.reserved_bytes() <= graphpool::align_up(largest, granularity));
-  CHECK(pool.reserved_bytes() < sum);
+  CHECK(pool.reserved_bytes() <= graphpool::align_up(largest, pool_chunk));
+  CHECK(pool.reserved_bytes() < largest + (sum - largest) / 2);  // nowhere near the sum
   CHECK(arenas.statistics().reserved_bytes == largest);
   CHECK(arenas.statistics().per_branch_pool_bytes == sum);
 }
@@ -143,7 +146,7 @@ TEST_CASE("a wrapped pool is used, not owned, and survives the resource", "[gpu]
   GRAPHPOOL_CUDA_TRY(cudaMemPoolGetAttribute(raw, cudaMemPoolAttrUsedMemCurrent, &used), "pool still alive");
   CHECK(used == 0);
   GRAPHPOOL_CUDA_TRY(cudaMemPoolDestroy(raw), "test pool");
-  CHECK_THROWS_WITH(cuda_pool_resource(nullptr, device), Contains("the pool to wrap is null"));
+  CHECK_THROWS_WITH(cuda_pool_resource(nullptr, device), contains_text("the pool to wrap is null"));
 }
 
 TEST_CASE("stream-ordered allocate and deallocate honour large alignments", "[gpu][resource]") {
@@ -161,7 +164,9 @@ TEST_CASE("stream-ordered allocate and deallocate honour large alignments", "[gp
   CHECK(pool.used_bytes() == 0);
 }
 
-TEST_CASE("an arena the device cannot hold fails cleanly, naming the arena and its size", "[gpu][errors]") {
+// Tagged so that compute-sanitizer's run over the rest reports every CUDA API error: this one plants one.
+TEST_CASE("an arena the device cannot hold fails cleanly, naming the arena and its size",
+          "[gpu][errors][planted-cuda-error]") {
   cuda_pool_resource pool;
   arena_allocator<cuda_pool_resource> arenas(pool);
   const slot_id small = arenas.declare_slot("small");
@@ -172,7 +177,7 @@ TEST_CASE("an arena the device cannot hold fails cleanly, naming the arena and i
     arenas.reserve();
     FAIL("reserving 1 PiB succeeded");
   } catch (const graphpool::error& e) {
-    CHECK_THAT(std::string(e.what()), Contains("arena 'huge' of 1024.00 TiB"));
+    CHECK_THAT(std::string(e.what()), contains_text("arena 'huge' of 1024.00 TiB"));
     CHECK(e.cuda_code() == static_cast<int>(cudaErrorMemoryAllocation));
   }
   CHECK_FALSE(arenas.reserved());

@@ -22,7 +22,7 @@ using graphpool::part;
 using graphpool::slot_id;
 using graphpool::storage;
 using graphpool::testing::overlaps;
-using Catch::Matchers::Contains;
+using graphpool::testing::contains_text;
 
 namespace {
 
@@ -170,8 +170,8 @@ TEST_CASE("a grouped part is one contiguous unit with each storage at its own al
   CHECK(reinterpret_cast<std::uintptr_t>(view.saved_storage(1, 1)) == base + 256 + 3008);
   CHECK(reinterpret_cast<std::uintptr_t>(view.saved_storage(1, 2)) == base + 256 + 3200);
   CHECK(view.bytes() == 256 + 3207);
-  CHECK_THROWS_WITH(view.saved_storage(1, 3), Contains("storage 3 is beyond what was declared"));
-  CHECK_THROWS_WITH(part::group({}), Contains("at least one storage"));
+  CHECK_THROWS_WITH(view.saved_storage(1, 3), contains_text("storage 3 is beyond what was declared"));
+  CHECK_THROWS_WITH(part::group({}), contains_text("at least one storage"));
 }
 
 TEST_CASE("slots that share an arena get the size of the largest of them", "[arena]") {
@@ -202,9 +202,9 @@ TEST_CASE("slots that share an arena get the size of the largest of them", "[are
   CHECK(arenas.find_branch(first, "cp2") == branch_id{1});
 
   const std::string summary = stats.summary();
-  CHECK_THAT(summary, Contains("frames-0"));
-  CHECK_THAT(summary, Contains("chunk0/slot1/layer0 / cp1"));
-  CHECK_THAT(summary, Contains("reserved: 705.00 KiB; a pool per branch: 1.18 MiB (1.71x)"));
+  CHECK_THAT(summary, contains_text("frames-0"));
+  CHECK_THAT(summary, contains_text("chunk0/slot1/layer0 / cp1"));
+  CHECK_THAT(summary, contains_text("reserved: 705.00 KiB; a pool per branch: 1.18 MiB (1.71x)"));
 }
 
 TEST_CASE("branches whose outputs differ are rejected, naming the slot, both branches and the part", "[arena][errors]") {
@@ -214,16 +214,16 @@ TEST_CASE("branches whose outputs differ are rejected, naming the slot, both bra
   arenas.declare_branch(slot, "cp1", {{part(4096), part(512)}, {part(100)}});
 
   CHECK_THROWS_WITH(arenas.declare_branch(slot, "cp2", {{part(4096), part(1024)}, {}}),
-                    Contains("slot 'layer3': branch 'cp2' and branch 'cp1' differ at output part 1: 1024 B @256 vs "
+                    contains_text("slot 'layer3': branch 'cp2' and branch 'cp1' differ at output part 1: 1024 B @256 vs "
                              "512 B @256"));
   CHECK_THROWS_WITH(arenas.declare_branch(slot, "cp4", {{part(4096), part(512, 128)}, {}}),
-                    Contains("differ at output part 1: 512 B @128 vs 512 B @256"));
+                    contains_text("differ at output part 1: 512 B @128 vs 512 B @256"));
   CHECK_THROWS_WITH(arenas.declare_branch(slot, "cp8", {{part(4096)}, {}}),
-                    Contains("differ at output part 1: branch 'cp8' declares 1 output part(s), branch 'cp1' 2"));
+                    contains_text("differ at output part 1: branch 'cp8' declares 1 output part(s), branch 'cp1' 2"));
   CHECK_THROWS_WITH(arenas.declare_branch(slot, "cp16", {{part(4096), part(512), part(8)}, {}}),
-                    Contains("differ at output part 2"));
+                    contains_text("differ at output part 2"));
   CHECK_THROWS_WITH(arenas.declare_branch(slot, "cp32", {{part::group({{4096, 256}}), part::group({{256, 256}, {256, 256}})}, {}}),
-                    Contains("group{256 B @256, 256 B @256} vs 512 B @256"));
+                    contains_text("group{256 B @256, 256 B @256} vs 512 B @256"));
   // A rejected branch leaves nothing behind: the next good one is branch 1.
   CHECK(arenas.declare_branch(slot, "cp2", {{part(4096), part(512)}, {part(9999)}}) == branch_id{1});
 }
@@ -232,16 +232,16 @@ TEST_CASE("bad alignments are rejected wherever they appear", "[arena][errors]")
   host_resource upstream;
   arena_allocator<host_resource> arenas(upstream);
   const slot_id slot = arenas.declare_slot("s");
-  CHECK_THROWS_WITH(arenas.declare_branch(slot, "zero", {{}, {part(8, 0)}}), Contains("alignment 0 is not a power"));
+  CHECK_THROWS_WITH(arenas.declare_branch(slot, "zero", {{}, {part(8, 0)}}), contains_text("alignment 0 is not a power"));
   CHECK_THROWS_WITH(arenas.declare_branch(slot, "three", {{}, {part(8), part(64, 48)}}),
-                    Contains("slot 's' branch 'three' saved part 1 storage 0: alignment 48 is not a power of two"));
+                    contains_text("slot 's' branch 'three' saved part 1 storage 0: alignment 48 is not a power of two"));
   CHECK_THROWS_WITH(arenas.declare_branch(slot, "group", {{part::group({{8, 256}, {8, 6}})}, {}}),
-                    Contains("output part 0 storage 1: alignment 6"));
-  CHECK_THROWS_WITH(upstream.allocate_sync(64, 12), Contains("alignment 12 is not a power of two"));
+                    contains_text("output part 0 storage 1: alignment 6"));
+  CHECK_THROWS_WITH(upstream.allocate_sync(64, 12), contains_text("alignment 12 is not a power of two"));
   const branch_id ok = arenas.declare_branch(slot, "ok", saved_only(64));
   arenas.reserve();
   auto cursor = arenas.cursor(slot, ok);
-  CHECK_THROWS_WITH(cursor.allocate(64, 0), Contains("alignment 0 is not a power of two"));
+  CHECK_THROWS_WITH(cursor.allocate(64, 0), contains_text("alignment 0 is not a power of two"));
   CHECK(cursor.served() == 0);
 }
 
@@ -253,18 +253,18 @@ TEST_CASE("requests beyond what was declared are errors, never overlap", "[arena
   arenas.reserve();
 
   const auto view = arenas.view(slot, cp1);
-  CHECK_THROWS_WITH(view.output(1), Contains("slot 'layer0' branch 'cp1' declared 1 output part(s); output part 1 is "
+  CHECK_THROWS_WITH(view.output(1), contains_text("slot 'layer0' branch 'cp1' declared 1 output part(s); output part 1 is "
                                              "beyond what was declared"));
-  CHECK_THROWS_WITH(view.saved(2), Contains("declared 2 saved part(s); saved part 2 is beyond"));
+  CHECK_THROWS_WITH(view.saved(2), contains_text("declared 2 saved part(s); saved part 2 is beyond"));
 
   auto cursor = arenas.cursor(slot, cp1);
   CHECK(cursor.allocate(256) == view.output(0));
-  CHECK_THROWS_WITH(cursor.allocate(2048), Contains("request 1 (2048 B @256) does not fit saved part 0 declared as "
+  CHECK_THROWS_WITH(cursor.allocate(2048), contains_text("request 1 (2048 B @256) does not fit saved part 0 declared as "
                                                     "1024 B @256"));
-  CHECK_THROWS_WITH(cursor.allocate(1024, 512), Contains("does not fit saved part 0"));
+  CHECK_THROWS_WITH(cursor.allocate(1024, 512), contains_text("does not fit saved part 0"));
   CHECK(cursor.allocate(1000) == view.saved(0));
   CHECK(cursor.allocate(64, 64) == view.saved(1));
-  CHECK_THROWS_WITH(cursor.allocate(1), Contains("request 3 (1 B @256) is beyond what was declared: the branch "
+  CHECK_THROWS_WITH(cursor.allocate(1), contains_text("request 3 (1 B @256) is beyond what was declared: the branch "
                                                  "declared 3 part(s)"));
   CHECK(cursor.served() == 3);
 }
@@ -274,17 +274,17 @@ TEST_CASE("unknown slots, branches, arenas and taken names are errors", "[arena]
   arena_allocator<host_resource> arenas(upstream);
   const slot_id slot = arenas.declare_slot("a");
   arenas.declare_branch(slot, "x", saved_only(8));
-  CHECK_THROWS_WITH(arenas.declare_slot("a"), Contains("a slot named 'a' already exists"));
-  CHECK_THROWS_WITH(arenas.declare_arena("a"), Contains("an arena named 'a' already exists"));
-  CHECK_THROWS_WITH(arenas.declare_slot("b", graphpool::arena_id{7}), Contains("unknown arena 7; this allocator has 1"));
-  CHECK_THROWS_WITH(arenas.declare_branch(slot_id{3}, "y", saved_only(8)), Contains("unknown slot 3; this allocator has 1"));
-  CHECK_THROWS_WITH(arenas.declare_branch(slot, "x", saved_only(8)), Contains("slot 'a' branch 'x': the slot already has"));
-  CHECK_THROWS_WITH(arenas.find_slot("zz"), Contains("no slot named 'zz'"));
-  CHECK_THROWS_WITH(arenas.find_branch(slot, "zz"), Contains("slot 'a' has no branch named 'zz'"));
-  CHECK_THROWS_WITH(arenas.view(slot, branch_id{0}), Contains("has no address yet; call reserve() first"));
+  CHECK_THROWS_WITH(arenas.declare_slot("a"), contains_text("a slot named 'a' already exists"));
+  CHECK_THROWS_WITH(arenas.declare_arena("a"), contains_text("an arena named 'a' already exists"));
+  CHECK_THROWS_WITH(arenas.declare_slot("b", graphpool::arena_id{7}), contains_text("unknown arena 7; this allocator has 1"));
+  CHECK_THROWS_WITH(arenas.declare_branch(slot_id{3}, "y", saved_only(8)), contains_text("unknown slot 3; this allocator has 1"));
+  CHECK_THROWS_WITH(arenas.declare_branch(slot, "x", saved_only(8)), contains_text("slot 'a' branch 'x': the slot already has"));
+  CHECK_THROWS_WITH(arenas.find_slot("zz"), contains_text("no slot named 'zz'"));
+  CHECK_THROWS_WITH(arenas.find_branch(slot, "zz"), contains_text("slot 'a' has no branch named 'zz'"));
+  CHECK_THROWS_WITH(arenas.view(slot, branch_id{0}), contains_text("has no address yet; call reserve() first"));
   arenas.reserve();
-  CHECK_THROWS_WITH(arenas.view(slot, branch_id{1}), Contains("slot 'a' has 1 branch(es); branch 1 is unknown"));
-  CHECK_THROWS_WITH(arenas.view(slot_id{9}, branch_id{0}), Contains("view: unknown slot 9"));
+  CHECK_THROWS_WITH(arenas.view(slot, branch_id{1}), contains_text("slot 'a' has 1 branch(es); branch 1 is unknown"));
+  CHECK_THROWS_WITH(arenas.view(slot_id{9}, branch_id{0}), contains_text("view: unknown slot 9"));
 }
 
 TEST_CASE("declarations after reserve() are errors until release()", "[arena][errors]") {
@@ -294,10 +294,10 @@ TEST_CASE("declarations after reserve() are errors until release()", "[arena][er
   arenas.declare_branch(slot, "x", saved_only(8 * KiB));
   arenas.reserve();
   CHECK_THROWS_WITH(arenas.declare_branch(slot, "y", saved_only(16 * KiB)),
-                    Contains("declare_branch('y'): the arenas are already reserved"));
-  CHECK_THROWS_WITH(arenas.declare_slot("b"), Contains("already reserved"));
-  CHECK_THROWS_WITH(arenas.declare_arena("c"), Contains("already reserved"));
-  CHECK_THROWS_WITH(arenas.reserve(), Contains("already reserved; call release() first"));
+                    contains_text("declare_branch('y'): the arenas are already reserved"));
+  CHECK_THROWS_WITH(arenas.declare_slot("b"), contains_text("already reserved"));
+  CHECK_THROWS_WITH(arenas.declare_arena("c"), contains_text("already reserved"));
+  CHECK_THROWS_WITH(arenas.reserve(), contains_text("already reserved; call release() first"));
   CHECK(upstream.live_bytes() == 8 * KiB);
 
   arenas.release();
@@ -312,7 +312,7 @@ TEST_CASE("a slot without branches cannot be reserved", "[arena][errors]") {
   host_resource upstream;
   arena_allocator<host_resource> arenas(upstream);
   arenas.declare_slot("empty");
-  CHECK_THROWS_WITH(arenas.reserve(), Contains("slot 'empty' has no branch; declare at least one branch"));
+  CHECK_THROWS_WITH(arenas.reserve(), contains_text("slot 'empty' has no branch; declare at least one branch"));
   CHECK_FALSE(arenas.reserved());
 }
 
@@ -324,7 +324,7 @@ TEST_CASE("an upstream failure during reserve() returns every arena already take
     arenas.declare_branch(slot, "only", saved_only((i + 1) * KiB));
   }
   upstream.fail_at(2);
-  CHECK_THROWS_WITH(arenas.reserve(), Contains("reserve: arena 'slot2' of 3.00 KiB (3072 bytes, 1 window(s)) could not "
+  CHECK_THROWS_WITH(arenas.reserve(), contains_text("reserve: arena 'slot2' of 3.00 KiB (3072 bytes, 1 window(s)) could not "
                                                "be taken from the upstream: planted upstream failure"));
   CHECK_FALSE(arenas.reserved());
   CHECK(upstream.live_allocations() == 0);
@@ -362,9 +362,9 @@ TEST_CASE("sizes that overflow are rejected", "[arena][errors]") {
   arena_allocator<host_resource> arenas(upstream);
   const slot_id slot = arenas.declare_slot("huge");
   const std::size_t max = std::numeric_limits<std::size_t>::max();
-  CHECK_THROWS_WITH(arenas.declare_branch(slot, "b", {{}, {part(max - 10), part(100)}}), Contains("overflows size_t"));
+  CHECK_THROWS_WITH(arenas.declare_branch(slot, "b", {{}, {part(max - 10), part(100)}}), contains_text("overflows size_t"));
   CHECK_THROWS_WITH(arenas.declare_branch(slot, "c", {{}, {part::group({{max - 10, 1}, {16, 1}})}}),
-                    Contains("overflows size_t"));
+                    contains_text("overflows size_t"));
 }
 
 TEST_CASE("lookups after reserve() are safe from many threads at once", "[arena][threads]") {

@@ -18,7 +18,7 @@ static_assert(cuda::mr::resource<graphpool::host_resource>);
 static_assert(cuda::mr::resource<graphpool::cuda_pool_resource>);
 static_assert(cuda::mr::async_resource<graphpool::cuda_pool_resource>);
 
-using Catch::Matchers::Contains;
+using graphpool::testing::contains_text;
 
 TEST_CASE("the host resource honours alignment and rejects bad ones", "[resource]") {
   graphpool::host_resource host;
@@ -31,8 +31,8 @@ TEST_CASE("the host resource honours alignment and rejects bad ones", "[resource
   void* zero = host.allocate(0, 256);
   CHECK(zero != nullptr);
   host.deallocate(zero, 0, 256);
-  CHECK_THROWS_WITH(host.allocate_sync(8, 0), Contains("host_resource::allocate_sync of 8 bytes: alignment 0"));
-  CHECK_THROWS_WITH(host.allocate_sync(8, 3), Contains("alignment 3 is not a power of two"));
+  CHECK_THROWS_WITH(host.allocate_sync(8, 0), contains_text("host_resource::allocate_sync of 8 bytes: alignment 0"));
+  CHECK_THROWS_WITH(host.allocate_sync(8, 3), contains_text("alignment 3 is not a power of two"));
   CHECK(graphpool::host_resource{} == graphpool::host_resource{});
 }
 
@@ -44,8 +44,8 @@ TEST_CASE("graphpool::error carries the CUDA status when there is one", "[error]
   CHECK(cuda.cuda_code() == 2);
   const std::string message =
       graphpool::detail::cuda_failure_message(cudaErrorMemoryAllocation, "cudaMalloc(&p, n)", "file.cpp", 12, "arena 'a'");
-  CHECK_THAT(message, Contains("arena 'a': cudaMalloc(&p, n) failed with cudaErrorMemoryAllocation"));
-  CHECK_THAT(message, Contains("file.cpp:12"));
+  CHECK_THAT(message, contains_text("arena 'a': cudaMalloc(&p, n) failed with cudaErrorMemoryAllocation"));
+  CHECK_THAT(message, contains_text("file.cpp:12"));
 }
 
 TEST_CASE("the CUDA-checking macro throws with the status and the context", "[error]") {
@@ -55,7 +55,7 @@ TEST_CASE("the CUDA-checking macro throws with the status and the context", "[er
     FAIL("GRAPHPOOL_CUDA_TRY did not throw");
   } catch (const graphpool::error& e) {
     CHECK(e.cuda_code() == static_cast<int>(cudaErrorInvalidValue));
-    CHECK_THAT(std::string(e.what()), Contains("reserving slot 's': cudaErrorInvalidValue failed with cudaErrorInvalidValue"));
+    CHECK_THAT(std::string(e.what()), contains_text("reserving slot 's': cudaErrorInvalidValue failed with cudaErrorInvalidValue"));
   }
 }
 

@@ -5,3 +5,18 @@
 #else
 #include <catch2/catch.hpp>
 #endif
+
+#include <string>
+
+namespace graphpool::testing {
+
+/// A matcher for "the string contains `text`" under either Catch2 major version.
+inline auto contains_text(const std::string& text) {
+#if GRAPHPOOL_CATCH_MAJOR >= 3
+  return Catch::Matchers::ContainsSubstring(text);
+#else
+  return Catch::Matchers::Contains(text);
+#endif
+}
+
+}  // namespace graphpool::testing
