@@ -1,0 +1,231 @@
+// Planner quality over a corpus of pipeline schedules: footprint / lower bound for the offsets and
+// coloring modes, the naive sum (a pool per branch) / lower bound, and planning time.
+//
+// usage: graphpool_bench_planner_quality [--json PATH] [--quick]
+// Host only (no GPU). Prints a summary table and writes JSON (default: planner_quality.json).
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "graphpool/plan/planner.hpp"
+
+namespace {
+
+using namespace graphpool::plan;
+
+constexpr std::size_t MiB = std::size_t{1} << 20;
+
+struct corpus_case {
+  std::string name;
+  problem input;
+};
+
+struct result_row {
+  std::string name;
+  std::size_t frames = 0;
+  int slots = 0;
+  std::size_t lower_bound = 0;
+  std::size_t live_bound = 0;
+  std::size_t naive = 0;
+  std::size_t offsets = 0;
+  std::size_t coloring = 0;
+  std::size_t dsatur = 0;
+  std::size_t coloring_arenas = 0;
+  std::size_t dsatur_arenas = 0;
+  bool exact = false;
+  double offsets_ms = 0;
+  double coloring_ms = 0;
+};
+
+std::vector<schedule> schedules_for(int pp, int rank, int vpp, const std::string& set) {
+  std::vector<int> counts;
+  if (set == "M=128") counts = {128};
+  if (set == "M=pp..64:pp") {
+    for (int m = pp; m <= 64; m += pp) counts.push_back(m);
+  }
+  if (set == "M=1..128") {
+    for (int m = 1; m <= 128; ++m) counts.push_back(m);
+  }
+  std::vector<schedule> result;
+  for (int m : counts) {
+    result.push_back(vpp == 1 ? schedule::one_f_one_b(pp, rank, m) : schedule::interleaved(pp, rank, m, vpp, pp));
+  }
+  return result;
+}
+
+// Layer layouts: uniform 1, 3 or 8 per chunk, or heterogeneous (1..3 per chunk, the first chunk empty
+// when there are several: an embedding-only stage).
+std::vector<int> layers_for(const std::string& layout, int vpp) {
+  if (layout == "1") return {1};
+  if (layout == "3") return {3};
+  if (layout == "8") return {8};
+  std::vector<int> per_chunk;
+  for (int c = 0; c < vpp; ++c) per_chunk.push_back(vpp > 1 && c == 0 ? 0 : 1 + (c * 2) % 3);
+  return per_chunk;
+}
+
+void add_sizes(problem& p, const std::string& sizes, int vpp) {
+  if (sizes == "equal") {
+    p.branches = {{"cp1", 64 * MiB, 16 * MiB}};
+  } else if (sizes == "4 equal") {
+    p.branches = {{"cp1", 64 * MiB, 16 * MiB}, {"cp2", 64 * MiB, 16 * MiB}, {"cp4", 64 * MiB, 16 * MiB},
+                  {"cp8", 64 * MiB, 16 * MiB}};
+  } else if (sizes == "4 different") {
+    p.branches = {{"cp1", 96 * MiB, 16 * MiB}, {"cp2", 52 * MiB, 16 * MiB}, {"cp4", 27 * MiB, 16 * MiB},
+                  {"cp8", 15 * MiB, 16 * MiB}};
+  } else {  // heterogeneous layers: some layers of some chunks save much more (or less) than others
+    p.branches = {{"cp1", 40 * MiB, 8 * MiB}, {"cp2", 24 * MiB, 8 * MiB}};
+    const int layers = std::max(1, *std::max_element(p.layers_per_chunk.begin(), p.layers_per_chunk.end()));
+    for (int c = 0; c < vpp; ++c) {
+      for (int l = 0; l < layers; ++l) {
+        const int have = p.layers_per_chunk.size() == 1 ? p.layers_per_chunk[0] : p.layers_per_chunk[static_cast<std::size_t>(c)];
+        if (l >= have) continue;
+        if ((c + l) % 3 == 0) p.overrides.push_back({c, l, "cp1", static_cast<std::size_t>(40 + 37 * (c + 1)) * MiB});
+        if ((c * 5 + l) % 4 == 1) p.overrides.push_back({c, l, "cp2", static_cast<std::size_t>(9 + 13 * l) * MiB});
+      }
+    }
+  }
+}
+
+std::vector<corpus_case> make_corpus(bool quick) {
+  std::vector<corpus_case> corpus;
+  const std::vector<std::string> sets = quick ? std::vector<std::string>{"M=pp..64:pp"}
+                                              : std::vector<std::string>{"M=128", "M=pp..64:pp", "M=1..128"};
+  for (int pp : {2, 4, 8}) {
+    for (int rank : {0, pp / 2, pp - 1}) {
+      if (rank == pp / 2 && pp == 2) continue;  // rank 1 is pp - 1 already
+      for (int vpp : {1, 2, 4}) {
+        for (const std::string& set : sets) {
+          for (const std::string& layout : {"1", "3", "8", "mixed"}) {
+            for (const std::string& sizes : {"equal", "4 equal", "4 different", "heterogeneous"}) {
+              corpus_case c;
+              c.name = (vpp == 1 ? "1f1b" : "vpp" + std::to_string(vpp)) + " pp" + std::to_string(pp) + " r" +
+                       std::to_string(rank) + " " + set + " layers " + layout + " " + sizes;
+              c.input.schedules = schedules_for(pp, rank, vpp, set);
+              c.input.layers_per_chunk = layers_for(layout, vpp);
+              add_sizes(c.input, sizes, vpp);
+              corpus.push_back(std::move(c));
+            }
+          }
+        }
+      }
+    }
+  }
+  return corpus;
+}
+
+double ratio(std::size_t a, std::size_t b) { return b == 0 ? 1.0 : static_cast<double>(a) / static_cast<double>(b); }
+
+double percentile(std::vector<double> values, double q) {
+  std::sort(values.begin(), values.end());
+  return values[static_cast<std::size_t>(q * static_cast<double>(values.size() - 1) + 0.5)];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string json_path = "planner_quality.json";
+  bool quick = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--json") == 0 && i + 1 < argc) {
+      json_path = argv[++i];
+    } else if (std::strcmp(argv[i], "--quick") == 0) {
+      quick = true;
+    } else {
+      std::fprintf(stderr, "usage: %s [--json PATH] [--quick]\n", argv[0]);
+      return 2;
+    }
+  }
+  const std::vector<corpus_case> corpus = make_corpus(quick);
+  std::vector<result_row> rows;
+  for (const corpus_case& c : corpus) {
+    result_row row;
+    row.name = c.name;
+    const auto t0 = std::chrono::steady_clock::now();
+    const plan offsets = make_plan(c.input, assignment::offsets);
+    const auto t1 = std::chrono::steady_clock::now();
+    const plan colored = make_plan(c.input, assignment::coloring);
+    const auto t2 = std::chrono::steady_clock::now();
+    row.frames = offsets.frames.size();
+    row.slots = offsets.slots;
+    row.lower_bound = offsets.saved.lower_bound_bytes;
+    row.live_bound = offsets.saved.live_bound_bytes;
+    row.exact = offsets.saved.lower_bound_exact;
+    row.naive = offsets.saved.naive_bytes;
+    row.offsets = offsets.saved.footprint_bytes;
+    row.coloring = colored.saved.footprint_bytes;
+    row.dsatur = colored.saved.coloring_bytes;
+    row.coloring_arenas = colored.saved.arenas;
+    row.dsatur_arenas = colored.saved.coloring_arenas;
+    row.offsets_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
+    row.coloring_ms = std::chrono::duration<double, std::milli>(t2 - t1).count();
+    rows.push_back(row);
+  }
+
+  std::vector<double> offsets_ratio;
+  std::vector<double> coloring_ratio;
+  std::vector<double> naive_ratio;
+  std::vector<double> times;
+  std::size_t above_coloring = 0;
+  std::size_t more_arenas = 0;
+  const result_row* worst = &rows.front();
+  for (const result_row& r : rows) {
+    offsets_ratio.push_back(ratio(r.offsets, r.lower_bound));
+    coloring_ratio.push_back(ratio(r.coloring, r.lower_bound));
+    naive_ratio.push_back(ratio(r.naive, r.lower_bound));
+    times.push_back(r.offsets_ms);
+    above_coloring += r.offsets > r.dsatur ? 1 : 0;
+    more_arenas += r.coloring_arenas > r.dsatur_arenas ? 1 : 0;
+    if (ratio(r.offsets, r.lower_bound) > ratio(worst->offsets, worst->lower_bound)) worst = &r;
+  }
+  std::printf("planner quality over %zu plans (footprint / clique lower bound)\n\n", rows.size());
+  std::printf("%-30s %8s %8s %8s\n", "", "median", "p90", "worst");
+  std::printf("%-30s %8.3f %8.3f %8.3f\n", "offsets / lower bound", percentile(offsets_ratio, 0.5),
+              percentile(offsets_ratio, 0.9), percentile(offsets_ratio, 1.0));
+  std::printf("%-30s %8.3f %8.3f %8.3f\n", "coloring / lower bound", percentile(coloring_ratio, 0.5),
+              percentile(coloring_ratio, 0.9), percentile(coloring_ratio, 1.0));
+  std::printf("%-30s %8.3f %8.3f %8.3f\n", "naive / lower bound", percentile(naive_ratio, 0.5),
+              percentile(naive_ratio, 0.9), percentile(naive_ratio, 1.0));
+  std::printf("%-30s %8.2f %8.2f %8.2f\n", "offsets planning ms", percentile(times, 0.5), percentile(times, 0.9),
+              percentile(times, 1.0));
+  std::printf("\nworst offsets case: %s (%.3f)\n", worst->name.c_str(), ratio(worst->offsets, worst->lower_bound));
+  std::printf("offsets above the DSATUR coloring: %zu plans; coloring with more arenas than DSATUR: %zu plans\n",
+              above_coloring, more_arenas);
+
+  std::FILE* out = std::fopen(json_path.c_str(), "w");
+  if (out == nullptr) {
+    std::fprintf(stderr, "planner_quality: cannot write %s\n", json_path.c_str());
+    return 1;
+  }
+  std::fprintf(out, "{\n  \"benchmark\": \"planner_quality\",\n  \"plans\": %zu,\n", rows.size());
+  std::fprintf(out, "  \"offsets_ratio\": {\"median\": %.4f, \"p90\": %.4f, \"worst\": %.4f},\n",
+               percentile(offsets_ratio, 0.5), percentile(offsets_ratio, 0.9), percentile(offsets_ratio, 1.0));
+  std::fprintf(out, "  \"coloring_ratio\": {\"median\": %.4f, \"p90\": %.4f, \"worst\": %.4f},\n",
+               percentile(coloring_ratio, 0.5), percentile(coloring_ratio, 0.9), percentile(coloring_ratio, 1.0));
+  std::fprintf(out, "  \"naive_ratio\": {\"median\": %.4f, \"p90\": %.4f, \"worst\": %.4f},\n",
+               percentile(naive_ratio, 0.5), percentile(naive_ratio, 0.9), percentile(naive_ratio, 1.0));
+  std::fprintf(out, "  \"offsets_planning_ms\": {\"median\": %.3f, \"p90\": %.3f, \"worst\": %.3f},\n",
+               percentile(times, 0.5), percentile(times, 0.9), percentile(times, 1.0));
+  std::fprintf(out, "  \"offsets_above_coloring\": %zu,\n  \"coloring_more_arenas_than_dsatur\": %zu,\n", above_coloring,
+               more_arenas);
+  std::fprintf(out, "  \"cases\": [\n");
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const result_row& r = rows[i];
+    std::fprintf(out,
+                 "    {\"name\": \"%s\", \"frames\": %zu, \"slots\": %d, \"lower_bound_bytes\": %zu, "
+                 "\"lower_bound_exact\": %s, \"live_bound_bytes\": %zu, \"naive_bytes\": %zu, \"offsets_bytes\": %zu, "
+                 "\"coloring_bytes\": %zu, \"dsatur_bytes\": %zu, \"coloring_arenas\": %zu, \"dsatur_arenas\": %zu, "
+                 "\"offsets_ms\": %.3f, \"coloring_ms\": %.3f}%s\n",
+                 r.name.c_str(), r.frames, r.slots, r.lower_bound, r.exact ? "true" : "false", r.live_bound, r.naive,
+                 r.offsets, r.coloring, r.dsatur, r.coloring_arenas, r.dsatur_arenas, r.offsets_ms, r.coloring_ms,
+                 i + 1 < rows.size() ? "," : "");
+  }
+  std::fprintf(out, "  ]\n}\n");
+  std::fclose(out);
+  std::printf("wrote %s\n", json_path.c_str());
+  return 0;
+}

@@ -1,0 +1,127 @@
+#pragma once
+/// @file liveness.hpp
+/// @brief Physical slots and frame lifetimes over a set of schedules: which frames may share memory.
+///
+/// A frame is (chunk, slot, layer); microbatch m of a chunk uses slot m mod S. All layers of one
+/// (chunk, slot) live from its forward to its backward, so liveness is computed per (chunk, slot)
+/// "group" and a frame inherits its group's conflicts. Host-only: no CUDA header.
+
+#include <algorithm>
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "graphpool/error.hpp"
+#include "graphpool/plan/conflict_graph.hpp"
+#include "graphpool/plan/schedule.hpp"
+
+namespace graphpool::plan {
+
+/// @brief Conflicts between (chunk, slot) groups over every schedule given; vertex = chunk * slots + slot.
+struct liveness {
+  int chunks = 0;
+  int slots = 0;
+  conflict_graph saved;  ///< alive (forward to backward) at the same time in some schedule
+  conflict_graph grads;  ///< returned input gradients: backward events consecutive in some schedule
+  std::vector<std::size_t> alive_events;  ///< per group: events it is alive for, summed over schedules
+
+  [[nodiscard]] std::size_t group(int chunk, int slot) const noexcept {
+    return static_cast<std::size_t>(chunk) * static_cast<std::size_t>(slots) + static_cast<std::size_t>(slot);
+  }
+};
+
+/// @return the number of chunks shared by `schedules`.
+/// @throws graphpool::error when there is no schedule or two schedules differ in chunks.
+[[nodiscard]] inline int common_chunks(const std::vector<schedule>& schedules) {
+  if (schedules.empty()) throw error("planner: no schedule given; give at least one schedule or order");
+  for (const schedule& s : schedules) {
+    if (s.chunks() != schedules.front().chunks()) {
+      throw error("planner: schedule '" + s.name() + "' has " + std::to_string(s.chunks()) + " chunk(s) but '" +
+                  schedules.front().name() + "' has " + std::to_string(schedules.front().chunks()) +
+                  "; every schedule of one plan runs the same model chunks");
+    }
+  }
+  return schedules.front().chunks();
+}
+
+/// @return the physical slots needed: the peak number of forwards waiting for their backward, max
+/// over chunks and over every schedule.
+[[nodiscard]] inline int count_slots(const std::vector<schedule>& schedules) {
+  const int chunks = common_chunks(schedules);
+  int peak = 1;
+  for (const schedule& s : schedules) {
+    std::vector<int> pending(static_cast<std::size_t>(chunks), 0);
+    for (const event& e : s.events()) {
+      int& p = pending[static_cast<std::size_t>(e.chunk)];
+      p += e.kind == phase::forward ? 1 : -1;
+      peak = std::max(peak, p);
+    }
+  }
+  return peak;
+}
+
+/// @return the most bytes alive at once over every schedule when each pending microbatch of chunk c
+/// holds `chunk_bytes[c]`: what any layout could reach if microbatches were not bound to slots.
+[[nodiscard]] inline std::size_t peak_live_bytes(const std::vector<schedule>& schedules,
+                                                 const std::vector<std::size_t>& chunk_bytes) {
+  std::size_t peak = 0;
+  for (const schedule& s : schedules) {
+    std::size_t live = 0;
+    for (const event& e : s.events()) {
+      const std::size_t bytes = chunk_bytes[static_cast<std::size_t>(e.chunk)];
+      live = e.kind == phase::forward ? live + bytes : live - bytes;
+      peak = std::max(peak, live);
+    }
+  }
+  return peak;
+}
+
+/// @brief Lifetimes of every (chunk, slot) over `schedules` with `slots` slots (0: count_slots()).
+/// @throws graphpool::error "slot period is shorter than the schedule's liveness" naming the schedule,
+/// the entry and the frame when a forward lands on a slot whose previous microbatch is still alive.
+[[nodiscard]] inline liveness analyze(const std::vector<schedule>& schedules, int slots = 0) {
+  liveness result;
+  result.chunks = common_chunks(schedules);
+  result.slots = slots == 0 ? count_slots(schedules) : slots;
+  if (result.slots < 1) throw error("planner: slots must be at least 1, not " + std::to_string(result.slots));
+  const std::size_t groups = static_cast<std::size_t>(result.chunks) * static_cast<std::size_t>(result.slots);
+  result.saved = conflict_graph(groups);
+  result.grads = conflict_graph(groups);
+  result.alive_events.assign(groups, 0);
+
+  for (const schedule& s : schedules) {
+    std::vector<int> holder(groups, -1);       // microbatch alive in each group, -1 when free
+    std::vector<std::size_t> since(groups, 0);  // event index of that microbatch's forward
+    std::vector<std::size_t> alive;             // groups alive now
+    std::size_t previous_backward = groups;     // group of the last backward, none yet
+    const std::vector<event>& events = s.events();
+    for (std::size_t i = 0; i < events.size(); ++i) {
+      const event& e = events[i];
+      const int slot = e.microbatch % result.slots;
+      const std::size_t g = result.group(e.chunk, slot);
+      if (e.kind == phase::forward) {
+        if (holder[g] >= 0) {
+          throw error("schedule '" + s.name() + "', entry " + std::to_string(i) + " (" + std::to_string(e.chunk + 1) +
+                      "): the forward of chunk " + std::to_string(e.chunk + 1) + " microbatch " +
+                      std::to_string(e.microbatch) + " lands on frame (chunk " + std::to_string(e.chunk + 1) +
+                      ", slot " + std::to_string(slot) + ") still alive for microbatch " + std::to_string(holder[g]) +
+                      ": slot period is shorter than the schedule's liveness; use at least " +
+                      std::to_string(count_slots(schedules)) + " slots");
+        }
+        for (std::size_t other : alive) result.saved.add_conflict(g, other);
+        holder[g] = e.microbatch;
+        since[g] = i;
+        alive.push_back(g);
+      } else {
+        holder[g] = -1;
+        result.alive_events[g] += i - since[g] + 1;
+        alive.erase(std::find(alive.begin(), alive.end(), g));
+        if (previous_backward != groups) result.grads.add_conflict(g, previous_backward);
+        previous_backward = g;
+      }
+    }
+  }
+  return result;
+}
+
+}  // namespace graphpool::plan

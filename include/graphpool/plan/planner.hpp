@@ -1,0 +1,394 @@
+#pragma once
+/// @file planner.hpp
+/// @brief The planner: frames of a pipeline model, their sizes per branch, and where each goes.
+///
+/// Input: schedules (every one that will be replayed), layers per chunk, and bytes per branch.
+/// Output: a plan — every frame's arena and offset, every arena's size, and the figures to judge
+/// it by (naive sum, coloring baseline, clique and live lower bounds). Host-only: no CUDA header.
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdio>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "graphpool/detail/format.hpp"
+#include "graphpool/error.hpp"
+#include "graphpool/plan/coloring.hpp"
+#include "graphpool/plan/conflict_graph.hpp"
+#include "graphpool/plan/liveness.hpp"
+#include "graphpool/plan/placement.hpp"
+#include "graphpool/plan/schedule.hpp"
+
+namespace graphpool::plan {
+
+/// @brief One branch (variant) and what each of its frames needs.
+struct branch_sizes {
+  std::string name;
+  std::size_t saved_per_layer = 0;  ///< bytes a layer saves for its backward (and its outputs)
+  std::size_t grad_per_slot = 0;    ///< bytes of the input gradients a (chunk, slot) backward returns
+};
+
+/// @brief Saved bytes of one (chunk, layer) in one branch, instead of the branch's per-layer figure.
+struct saved_bytes_override {
+  int chunk = 0;
+  int layer = 0;
+  std::string branch;
+  std::size_t saved = 0;
+};
+
+/// @brief How frames are given memory.
+enum class assignment {
+  coloring,  ///< an arena per color: conflicting frames get different arenas, each sized by its largest frame
+  offsets,   ///< one pool: every frame an offset; conflicting frames never overlap in bytes
+};
+
+/// @brief Everything the planner needs.
+struct problem {
+  std::vector<schedule> schedules;             ///< every schedule that will be replayed (same chunks)
+  std::vector<int> layers_per_chunk;           ///< one entry (every chunk) or one per chunk; 0 = no frames
+  std::vector<branch_sizes> branches;          ///< at least one
+  std::vector<saved_bytes_override> overrides;
+  int slots = 0;                 ///< physical slots; 0 = the peak over the schedules
+  std::size_t alignment = 256;   ///< every frame's bytes are rounded up to this (a power of two)
+};
+
+/// @brief A frame and its memory; indices are 0-based.
+struct planned_frame {
+  int chunk = 0;
+  int slot = 0;
+  int layer = 0;
+  std::size_t arena = 0;   ///< coloring: its arena; offsets: 0 (the one pool)
+  std::size_t offset = 0;  ///< within the arena
+  std::size_t bytes = 0;   ///< the max over branches, rounded up to the alignment
+  std::size_t color = 0;   ///< its arena in the coloring (what TransformerEngine's saved_arena takes)
+};
+
+/// @brief The input gradients one (chunk, slot) backward returns, and their memory.
+struct planned_grad {
+  int chunk = 0;
+  int slot = 0;
+  std::size_t arena = 0;
+  std::size_t offset = 0;
+  std::size_t bytes = 0;
+  std::size_t color = 0;
+};
+
+/// @brief The figures a plan is judged by.
+struct plan_figures {
+  std::size_t footprint_bytes = 0;    ///< what the plan takes
+  std::size_t lower_bound_bytes = 0;  ///< heaviest set of pairwise conflicting frames: no placement is smaller
+  bool lower_bound_exact = false;     ///< the clique search finished (otherwise a valid, weaker bound)
+  std::size_t live_bound_bytes = 0;   ///< most bytes alive at once, ignoring the m mod S slot rule
+  std::size_t naive_bytes = 0;        ///< a pool per branch: every branch's frames, summed
+  std::size_t coloring_bytes = 0;     ///< greedy DSATUR's arenas, summed (the baseline)
+  std::size_t coloring_arenas = 0;    ///< how many arenas DSATUR uses
+  std::size_t arenas = 0;             ///< how many arenas the plan uses
+
+  /// @return footprint / lower bound (1 when both are 0).
+  [[nodiscard]] double ratio() const noexcept {
+    return lower_bound_bytes == 0 ? 1.0 : static_cast<double>(footprint_bytes) / static_cast<double>(lower_bound_bytes);
+  }
+};
+
+/// @brief The planner's answer.
+struct plan {
+  assignment mode = assignment::offsets;
+  int chunks = 0;
+  int slots = 0;
+  int microbatches = 0;  ///< the most microbatches of any schedule given
+  std::vector<int> layers_per_chunk;
+  std::vector<std::string> branches;
+  std::vector<planned_frame> frames;  ///< chunk-major, then slot, then layer
+  std::vector<std::size_t> arena_bytes;
+  plan_figures saved;
+  std::vector<planned_grad> grads;  ///< chunk-major, then slot; chunks without layers have none
+  std::vector<std::size_t> grad_arena_bytes;
+  plan_figures grad;
+};
+
+namespace detail {
+
+[[nodiscard]] constexpr bool is_valid_power_of_two(std::size_t value) noexcept {
+  return value != 0 && (value & (value - 1)) == 0;
+}
+
+[[nodiscard]] inline std::size_t round_up(std::size_t value, std::size_t alignment) {
+  return (value + alignment - 1) / alignment * alignment;
+}
+
+inline void validate(const problem& p, int chunks) {
+  if (p.branches.empty()) throw error("planner: no branch given; give at least one (name and saved bytes per layer)");
+  if (!is_valid_power_of_two(p.alignment)) {
+    throw error("planner: alignment " + std::to_string(p.alignment) + " is not a power of two");
+  }
+  if (p.layers_per_chunk.size() != 1 && p.layers_per_chunk.size() != static_cast<std::size_t>(chunks)) {
+    throw error("planner: " + std::to_string(p.layers_per_chunk.size()) + " layer counts given for " +
+                std::to_string(chunks) + " chunk(s); give one for every chunk, or one for all");
+  }
+  for (std::size_t c = 0; c < p.layers_per_chunk.size(); ++c) {
+    if (p.layers_per_chunk[c] < 0) {
+      throw error("planner: chunk " + std::to_string(c) + " has " + std::to_string(p.layers_per_chunk[c]) +
+                  " layers; a layer count cannot be negative");
+    }
+  }
+  for (std::size_t b = 0; b < p.branches.size(); ++b) {
+    if (p.branches[b].name.empty()) throw error("planner: branch " + std::to_string(b) + " has no name");
+    for (std::size_t o = 0; o < b; ++o) {
+      if (p.branches[o].name == p.branches[b].name) {
+        throw error("planner: two branches are named '" + p.branches[b].name + "'; branch names must differ");
+      }
+    }
+  }
+}
+
+/// Orders the squeaky-wheel search starts from: by size, by conflicting weight, by lifetime, by
+/// area (size x lifetime), by color class, and the natural order.
+[[nodiscard]] inline std::vector<std::vector<std::size_t>> seed_orders(const conflict_graph& graph,
+                                                                       const std::vector<std::size_t>& weights,
+                                                                       const std::vector<std::size_t>& lifetimes,
+                                                                       const coloring& colors) {
+  const std::size_t n = graph.size();
+  std::vector<std::size_t> natural(n);
+  std::iota(natural.begin(), natural.end(), std::size_t{0});
+  std::vector<std::size_t> neighbor_weight(n, 0);
+  for (std::size_t v = 0; v < n; ++v) {
+    neighbor_weight[v] = weights[v];
+    graph.for_each_neighbor(v, [&](std::size_t u) { neighbor_weight[v] += weights[u]; });
+  }
+  auto sorted = [&](auto key) {
+    std::vector<std::size_t> order = natural;
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return key(a) > key(b); });
+    return order;
+  };
+  using key_pair = std::pair<std::size_t, std::size_t>;
+  return {
+      sorted([&](std::size_t v) { return key_pair{weights[v], neighbor_weight[v]}; }),
+      sorted([&](std::size_t v) { return key_pair{neighbor_weight[v], weights[v]}; }),
+      sorted([&](std::size_t v) { return key_pair{lifetimes[v], weights[v]}; }),
+      sorted([&](std::size_t v) { return key_pair{weights[v] * (lifetimes[v] + 1), weights[v]}; }),
+      sorted([&](std::size_t v) { return key_pair{n - colors.colors[v], weights[v]}; }),
+      natural,
+  };
+}
+
+/// Where each arena starts when the arenas are laid end to end.
+[[nodiscard]] inline std::vector<std::size_t> stacked_offsets(const std::vector<std::size_t>& arena_bytes) {
+  std::vector<std::size_t> offsets(arena_bytes.size(), 0);
+  for (std::size_t a = 1; a < offsets.size(); ++a) offsets[a] = offsets[a - 1] + arena_bytes[a - 1];
+  return offsets;
+}
+
+/// Offsets for `weights` over `graph`: the best seeded search, or the coloring's arenas stacked,
+/// whichever is smaller (so offsets never lose to the coloring).
+[[nodiscard]] inline placement place(const conflict_graph& graph, const std::vector<std::size_t>& weights,
+                                     const std::vector<std::size_t>& lifetimes, const coloring& colors,
+                                     std::size_t lower_bound) {
+  // Each search step re-places every vertex against its placed neighbors: fewer steps on larger,
+  // denser graphs (a fixed budget of neighbor visits keeps the plan deterministic and quick).
+  std::size_t visits_per_step = graph.size();
+  for (std::size_t v = 0; v < graph.size(); ++v) visits_per_step += graph.degree(v);
+  placement_search search;
+  search.iterations = std::clamp<std::size_t>(8'000'000 / visits_per_step, 20, 600);
+  placement searched = best_placement(graph, weights, seed_orders(graph, weights, lifetimes, colors), lower_bound, search);
+  if (searched.footprint <= colors.bytes) return searched;
+  placement stacked;
+  const std::vector<std::size_t> arena_offset = stacked_offsets(colors.arena_bytes);
+  stacked.offsets.resize(graph.size());
+  for (std::size_t v = 0; v < graph.size(); ++v) stacked.offsets[v] = arena_offset[colors.colors[v]];
+  stacked.footprint = colors.bytes;
+  return stacked;
+}
+
+}  // namespace detail
+
+/// @brief Plans the frames of `p` with `mode`.
+/// @throws graphpool::error for bad input (naming the schedule, entry, chunk, layer or branch), and
+/// "slot period is shorter than the schedule's liveness" when `p.slots` is too small.
+[[nodiscard]] inline plan make_plan(const problem& p, assignment mode) {
+  const int chunks = common_chunks(p.schedules);
+  detail::validate(p, chunks);
+  const liveness live = analyze(p.schedules, p.slots);
+
+  plan result;
+  result.mode = mode;
+  result.chunks = chunks;
+  result.slots = live.slots;
+  for (const schedule& s : p.schedules) result.microbatches = std::max(result.microbatches, s.microbatches());
+  for (int c = 0; c < chunks; ++c) {
+    result.layers_per_chunk.push_back(p.layers_per_chunk.size() == 1 ? p.layers_per_chunk[0]
+                                                                     : p.layers_per_chunk[static_cast<std::size_t>(c)]);
+  }
+  for (const branch_sizes& b : p.branches) result.branches.push_back(b.name);
+
+  // Saved bytes per (chunk, layer, branch).
+  std::vector<std::vector<std::vector<std::size_t>>> saved(static_cast<std::size_t>(chunks));
+  for (int c = 0; c < chunks; ++c) {
+    for (int l = 0; l < result.layers_per_chunk[static_cast<std::size_t>(c)]; ++l) {
+      std::vector<std::size_t> per_branch;
+      for (const branch_sizes& b : p.branches) per_branch.push_back(b.saved_per_layer);
+      saved[static_cast<std::size_t>(c)].push_back(per_branch);
+    }
+  }
+  for (const saved_bytes_override& o : p.overrides) {
+    if (o.chunk < 0 || o.chunk >= chunks) {
+      throw error("planner: override for chunk " + std::to_string(o.chunk) + ": the schedules have " +
+                  std::to_string(chunks) + " chunk(s) (0-based)");
+    }
+    const int layers = result.layers_per_chunk[static_cast<std::size_t>(o.chunk)];
+    if (o.layer < 0 || o.layer >= layers) {
+      throw error("planner: override for chunk " + std::to_string(o.chunk) + " layer " + std::to_string(o.layer) +
+                  ": the chunk has " + std::to_string(layers) + " layer(s) (0-based)");
+    }
+    const auto found = std::find(result.branches.begin(), result.branches.end(), o.branch);
+    if (found == result.branches.end()) {
+      throw error("planner: override for chunk " + std::to_string(o.chunk) + " layer " + std::to_string(o.layer) +
+                  " names branch '" + o.branch + "', which is not declared");
+    }
+    saved[static_cast<std::size_t>(o.chunk)][static_cast<std::size_t>(o.layer)]
+         [static_cast<std::size_t>(found - result.branches.begin())] = o.saved;
+  }
+
+  // Frames and their weights; groups (chunk, slot) weigh the sum of their layers.
+  const std::size_t groups = static_cast<std::size_t>(chunks) * static_cast<std::size_t>(live.slots);
+  std::vector<std::size_t> chunk_weight(static_cast<std::size_t>(chunks), 0);
+  std::vector<std::size_t> frame_weights;
+  for (int c = 0; c < chunks; ++c) {
+    for (int s = 0; s < live.slots; ++s) {
+      std::size_t inside = 0;
+      for (int l = 0; l < result.layers_per_chunk[static_cast<std::size_t>(c)]; ++l) {
+        const auto& per_branch = saved[static_cast<std::size_t>(c)][static_cast<std::size_t>(l)];
+        const std::size_t bytes =
+            detail::round_up(*std::max_element(per_branch.begin(), per_branch.end()), p.alignment);
+        planned_frame f;
+        f.chunk = c;
+        f.slot = s;
+        f.layer = l;
+        f.bytes = bytes;
+        f.offset = inside;  // within the group, for now
+        inside += bytes;
+        result.frames.push_back(f);
+        frame_weights.push_back(bytes);
+        if (s == 0) {
+          for (std::size_t b = 0; b < p.branches.size(); ++b) {
+            result.saved.naive_bytes += detail::round_up(per_branch[b], p.alignment) * static_cast<std::size_t>(live.slots);
+          }
+        }
+      }
+      chunk_weight[static_cast<std::size_t>(c)] = inside;
+    }
+  }
+  std::vector<std::size_t> group_weights(groups);
+  for (std::size_t g = 0; g < groups; ++g) group_weights[g] = chunk_weight[g / static_cast<std::size_t>(live.slots)];
+
+  // The frame graph: frames of one group always conflict; frames of two groups when the groups do.
+  const std::size_t n = result.frames.size();
+  conflict_graph frame_graph(n);
+  for (std::size_t a = 0; a < n; ++a) {
+    const std::size_t ga = live.group(result.frames[a].chunk, result.frames[a].slot);
+    for (std::size_t b = a + 1; b < n; ++b) {
+      const std::size_t gb = live.group(result.frames[b].chunk, result.frames[b].slot);
+      if (ga == gb || live.saved.conflicts(ga, gb)) frame_graph.add_conflict(a, b);
+    }
+  }
+
+  // Bounds: a clique of groups is a clique of all their frames, so the group graph gives the clique bound.
+  const clique heaviest = max_weight_clique(live.saved, group_weights);
+  result.saved.lower_bound_bytes = heaviest.weight;
+  result.saved.lower_bound_exact = heaviest.exact;
+  result.saved.live_bound_bytes = peak_live_bytes(p.schedules, chunk_weight);
+  const coloring baseline = dsatur(frame_graph, frame_weights);
+  const coloring colors = best_coloring(frame_graph, frame_weights, baseline);
+  result.saved.coloring_bytes = baseline.bytes;
+  result.saved.coloring_arenas = baseline.arenas();
+  for (std::size_t f = 0; f < n; ++f) result.frames[f].color = colors.colors[f];
+
+  if (mode == assignment::coloring) {
+    for (std::size_t f = 0; f < n; ++f) {
+      result.frames[f].arena = colors.colors[f];
+      result.frames[f].offset = 0;
+    }
+    result.arena_bytes = colors.arena_bytes;
+    result.saved.footprint_bytes = colors.bytes;
+  } else {
+    // Whole groups placed (a group's layers back to back), frames placed one by one (they can pack
+    // where whole groups cannot, around an odd cycle of groups), and the frame coloring stacked (so
+    // offsets never take more than the coloring): the smallest wins.
+    const coloring group_coloring = best_coloring(live.saved, group_weights, dsatur(live.saved, group_weights));
+    const placement groups_placed =
+        detail::place(live.saved, group_weights, live.alive_events, group_coloring, heaviest.weight);
+    std::size_t footprint = groups_placed.footprint;
+    for (std::size_t f = 0; f < n; ++f) {
+      result.frames[f].offset += groups_placed.offsets[live.group(result.frames[f].chunk, result.frames[f].slot)];
+    }
+    if (footprint > heaviest.weight && n != groups) {
+      std::vector<std::size_t> frame_lifetimes(n);
+      for (std::size_t f = 0; f < n; ++f) {
+        frame_lifetimes[f] = live.alive_events[live.group(result.frames[f].chunk, result.frames[f].slot)];
+      }
+      const placement frames_placed = detail::place(frame_graph, frame_weights, frame_lifetimes, colors, heaviest.weight);
+      if (frames_placed.footprint < footprint) {
+        footprint = frames_placed.footprint;
+        for (std::size_t f = 0; f < n; ++f) result.frames[f].offset = frames_placed.offsets[f];
+      }
+    }
+    result.saved.footprint_bytes = footprint;
+    for (planned_frame& f : result.frames) f.arena = 0;
+    result.arena_bytes = {result.saved.footprint_bytes};
+  }
+  result.saved.arenas = result.arena_bytes.size();
+
+  // Returned input gradients: one per (chunk, slot) of a chunk with layers; their graph is the
+  // grad conflicts among those groups only.
+  std::size_t grad_bytes = 0;
+  for (const branch_sizes& b : p.branches) grad_bytes = std::max(grad_bytes, detail::round_up(b.grad_per_slot, p.alignment));
+  std::vector<std::size_t> grad_groups;
+  for (int c = 0; c < chunks; ++c) {
+    if (result.layers_per_chunk[static_cast<std::size_t>(c)] == 0) continue;
+    for (int s = 0; s < live.slots; ++s) grad_groups.push_back(live.group(c, s));
+    for (const branch_sizes& b : p.branches) {
+      result.grad.naive_bytes += detail::round_up(b.grad_per_slot, p.alignment) * static_cast<std::size_t>(live.slots);
+    }
+  }
+  const conflict_graph grad_graph = live.grads.subgraph(grad_groups);
+  const std::vector<std::size_t> grad_weights(grad_groups.size(), grad_bytes);
+  std::vector<std::size_t> grad_lifetimes;
+  for (std::size_t g : grad_groups) grad_lifetimes.push_back(live.alive_events[g]);
+  const clique grad_clique = max_weight_clique(grad_graph, grad_weights);
+  result.grad.lower_bound_bytes = grad_clique.weight;
+  result.grad.lower_bound_exact = grad_clique.exact;
+  result.grad.live_bound_bytes = grad_groups.empty() ? 0 : grad_bytes;
+  for (std::size_t g = 0; g < grad_groups.size(); ++g) {
+    if (grad_graph.degree(g) > 0) result.grad.live_bound_bytes = 2 * grad_bytes;  // two returned at once
+  }
+  const coloring grad_baseline = dsatur(grad_graph, grad_weights);
+  const coloring grad_colors = best_coloring(grad_graph, grad_weights, grad_baseline);
+  result.grad.coloring_bytes = grad_baseline.bytes;
+  result.grad.coloring_arenas = grad_baseline.arenas();
+  const placement grads_placed =
+      mode == assignment::offsets
+          ? detail::place(grad_graph, grad_weights, grad_lifetimes, grad_colors, grad_clique.weight)
+          : placement{};
+  for (std::size_t i = 0; i < grad_groups.size(); ++i) {
+    planned_grad grad;
+    grad.chunk = static_cast<int>(grad_groups[i] / static_cast<std::size_t>(live.slots));
+    grad.slot = static_cast<int>(grad_groups[i] % static_cast<std::size_t>(live.slots));
+    grad.bytes = grad_bytes;
+    grad.color = grad_colors.colors[i];
+    grad.arena = mode == assignment::coloring ? grad.color : 0;
+    grad.offset = mode == assignment::coloring ? 0 : grads_placed.offsets[i];
+    result.grads.push_back(grad);
+  }
+  if (mode == assignment::coloring) {
+    result.grad_arena_bytes = grad_colors.arena_bytes;
+    result.grad.footprint_bytes = grad_colors.bytes;
+  } else {
+    result.grad_arena_bytes = {grads_placed.footprint};
+    result.grad.footprint_bytes = grads_placed.footprint;
+  }
+  result.grad.arenas = result.grad_arena_bytes.size();
+  return result;
+}
+
+}  // namespace graphpool::plan

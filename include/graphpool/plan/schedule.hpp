@@ -1,0 +1,233 @@
+#pragma once
+/// @file schedule.hpp
+/// @brief Pipeline schedules of one rank: the order of forward and backward events per model chunk.
+///
+/// Conventions are Megatron-LM's, as TransformerEngine's `_order` uses them: an order is a list of
+/// 1-based chunk ids, `+c` the forward of chunk c's next microbatch, `-c` the backward of chunk c's
+/// oldest pending microbatch (FIFO per chunk). Host-only: no CUDA header.
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "graphpool/error.hpp"
+
+namespace graphpool::plan {
+
+/// @brief Whether an event runs a forward or a backward.
+enum class phase { forward, backward };
+
+/// @brief One entry of a schedule: the forward or backward of one microbatch of one chunk (0-based).
+struct event {
+  phase kind = phase::forward;
+  int chunk = 0;
+  int microbatch = 0;  ///< per chunk, in order of the chunk's forwards
+
+  [[nodiscard]] friend bool operator==(const event& a, const event& b) noexcept {
+    return a.kind == b.kind && a.chunk == b.chunk && a.microbatch == b.microbatch;
+  }
+};
+
+/// @brief A validated order of events for one pipeline rank.
+///
+/// Every forward has a later backward of the same chunk, backwards run FIFO per chunk, and every
+/// chunk has as many backwards as forwards. Immutable once built; safe to share between threads.
+class schedule {
+ public:
+  /// @brief Non-interleaved 1F1B for `rank` of `pipeline` stages over `microbatches`:
+  /// W = min(P-r-1, M) warm-up forwards, (F, B) pairs, then W backwards.
+  /// @throws graphpool::error for P < 1, a rank outside [0, P) or M < 1.
+  [[nodiscard]] static schedule one_f_one_b(int pipeline, int rank, int microbatches) {
+    check_shape(pipeline, rank, microbatches, 1, 1);
+    const int warmup = std::min(pipeline - rank - 1, microbatches);
+    std::vector<int> order;
+    order.insert(order.end(), static_cast<std::size_t>(warmup), 1);
+    for (int i = 0; i < microbatches - warmup; ++i) {
+      order.push_back(1);
+      order.push_back(-1);
+    }
+    order.insert(order.end(), static_cast<std::size_t>(warmup), -1);
+    return from_order(order, 1,
+                      "1f1b pp=" + std::to_string(pipeline) + " rank=" + std::to_string(rank) +
+                          " microbatches=" + std::to_string(microbatches));
+  }
+
+  /// @brief Interleaved (virtual pipeline) schedule with `chunks` model chunks per rank and
+  /// microbatch group size `group`, by Megatron-LM's table: for each group of G microbatches, every
+  /// chunk in turn runs the group's microbatches; W = min(2(P-r-1) + (V-1)G, M·V) warm-up forwards,
+  /// then (F, B) pairs, then the remaining backwards; backward k runs chunk V-1-table[k].chunk.
+  /// A last group shorter than G (M not a multiple of G, or M < G) is run as it is.
+  /// @throws graphpool::error for P < 1, a rank outside [0, P), M < 1, V < 1 or G < P.
+  [[nodiscard]] static schedule interleaved(int pipeline, int rank, int microbatches, int chunks, int group) {
+    check_shape(pipeline, rank, microbatches, chunks, group);
+    if (group < pipeline) {
+      throw error("interleaved schedule: group size " + std::to_string(group) + " is smaller than the pipeline size " +
+                  std::to_string(pipeline) + "; Megatron-LM needs group >= pp");
+    }
+    std::vector<int> table;  // chunk of the k-th virtual microbatch
+    for (int start = 0; start < microbatches; start += group) {
+      for (int c = 0; c < chunks; ++c) {
+        for (int mb = start; mb < std::min(start + group, microbatches); ++mb) table.push_back(c);
+      }
+    }
+    const int total = microbatches * chunks;
+    const int warmup = std::min(2 * (pipeline - rank - 1) + (chunks - 1) * group, total);
+    std::vector<int> order;
+    auto forward = [&](int k) { order.push_back(table[static_cast<std::size_t>(k)] + 1); };
+    auto backward = [&](int k) { order.push_back(-(chunks - table[static_cast<std::size_t>(k)])); };
+    for (int k = 0; k < warmup; ++k) forward(k);
+    for (int i = 0; i < total - warmup; ++i) {
+      forward(warmup + i);
+      backward(i);
+    }
+    for (int k = total - warmup; k < total; ++k) backward(k);
+    return from_order(order, chunks,
+                      "interleaved pp=" + std::to_string(pipeline) + " rank=" + std::to_string(rank) +
+                          " microbatches=" + std::to_string(microbatches) + " vpp=" + std::to_string(chunks) +
+                          " group=" + std::to_string(group));
+  }
+
+  /// @brief A schedule from an order of signed 1-based chunk ids.
+  /// @param chunks the number of model chunks; 0 takes the largest id in the order.
+  /// @throws graphpool::error naming the entry's index and value for a zero or out-of-range id or a
+  /// backward with no pending forward, and naming the chunk when its forwards and backwards differ in number.
+  [[nodiscard]] static schedule from_order(const std::vector<int>& order, int chunks = 0, std::string name = "order") {
+    std::vector<double> entries(order.begin(), order.end());
+    return from_entries(entries, chunks, std::move(name));
+  }
+
+  /// @brief A schedule from TransformerEngine's order entries, which may hold fractional values.
+  ///
+  /// A fractional entry such as `-(c)-0.5` is a delayed weight-gradient graph: its memory outlives
+  /// the backward that a slot's lifetime ends at, so it is rejected with shared slots.
+  /// @throws graphpool::error as from_order, and for any non-integer entry.
+  [[nodiscard]] static schedule from_entries(const std::vector<double>& entries, int chunks = 0,
+                                             std::string name = "order") {
+    if (entries.empty()) throw error(name + ": the order is empty");
+    int largest = 0;
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+      const double value = entries[i];
+      if (!std::isfinite(value) || value != std::trunc(value)) {
+        throw error(name + ": entry " + std::to_string(i) + " (" + format_entry(value) +
+                    ") is fractional: delayed weight-gradient graphs are not supported with shared slots; "
+                    "remove them from the order");
+      }
+      if (value == 0) throw error(name + ": entry " + std::to_string(i) + " (0) is not a chunk id; ids start at 1");
+      if (std::fabs(value) > 1e6) {
+        throw error(name + ": entry " + std::to_string(i) + " (" + format_entry(value) + ") is not a plausible chunk id");
+      }
+      largest = std::max(largest, static_cast<int>(std::fabs(value)));
+    }
+    if (chunks == 0) chunks = largest;
+    if (chunks < 1) throw error(name + ": the number of chunks must be at least 1, not " + std::to_string(chunks));
+
+    schedule result;
+    result.name_ = std::move(name);
+    result.chunks_ = chunks;
+    std::vector<int> forwards(static_cast<std::size_t>(chunks), 0);
+    std::vector<int> backwards(static_cast<std::size_t>(chunks), 0);
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+      const int id = static_cast<int>(entries[i]);
+      const int chunk = std::abs(id) - 1;
+      if (chunk >= chunks) {
+        throw error(result.name_ + ": entry " + std::to_string(i) + " (" + std::to_string(id) + ") names chunk " +
+                    std::to_string(std::abs(id)) + " but the schedule has " + std::to_string(chunks) + " chunk(s)");
+      }
+      auto& done_forwards = forwards[static_cast<std::size_t>(chunk)];
+      auto& done_backwards = backwards[static_cast<std::size_t>(chunk)];
+      if (id > 0) {
+        result.events_.push_back(event{phase::forward, chunk, done_forwards++});
+      } else {
+        if (done_backwards >= done_forwards) {
+          throw error(result.name_ + ": entry " + std::to_string(i) + " (" + std::to_string(id) +
+                      ") is a backward of chunk " + std::to_string(-id) + " with no pending forward");
+        }
+        result.events_.push_back(event{phase::backward, chunk, done_backwards++});
+      }
+    }
+    for (int c = 0; c < chunks; ++c) {
+      if (forwards[static_cast<std::size_t>(c)] != backwards[static_cast<std::size_t>(c)]) {
+        throw error(result.name_ + ": chunk " + std::to_string(c + 1) + " has " +
+                    std::to_string(forwards[static_cast<std::size_t>(c)]) + " forward(s) but " +
+                    std::to_string(backwards[static_cast<std::size_t>(c)]) +
+                    " backward(s); every forward needs its backward");
+      }
+    }
+    result.microbatches_ = 0;
+    for (int f : forwards) result.microbatches_ = std::max(result.microbatches_, f);
+    return result;
+  }
+
+  /// @brief Parses "1,1,-1,2,-2,-1" (commas and/or spaces) into a schedule.
+  /// @throws graphpool::error naming the entry's index and text when it is not a number, and as from_entries.
+  [[nodiscard]] static schedule parse_order(std::string_view text, int chunks = 0, std::string name = "order") {
+    std::vector<double> entries;
+    std::size_t position = 0;
+    while (position < text.size()) {
+      while (position < text.size() && (text[position] == ',' || text[position] == ' ' || text[position] == '\t')) {
+        ++position;
+      }
+      if (position >= text.size()) break;
+      std::size_t end = position;
+      while (end < text.size() && text[end] != ',' && text[end] != ' ' && text[end] != '\t') ++end;
+      const std::string token(text.substr(position, end - position));
+      char* parsed_end = nullptr;
+      const double value = std::strtod(token.c_str(), &parsed_end);
+      if (parsed_end != token.c_str() + token.size() || token.empty()) {
+        throw error(name + ": entry " + std::to_string(entries.size()) + " ('" + token +
+                    "') is not a number; write chunk ids like 1,-1,2");
+      }
+      entries.push_back(value);
+      position = end;
+    }
+    return from_entries(entries, chunks, std::move(name));
+  }
+
+  /// @return a name for messages: how the schedule was made.
+  [[nodiscard]] const std::string& name() const noexcept { return name_; }
+  /// @return the number of model chunks (virtual pipeline stages) on this rank.
+  [[nodiscard]] int chunks() const noexcept { return chunks_; }
+  /// @return the largest number of microbatches any chunk runs.
+  [[nodiscard]] int microbatches() const noexcept { return microbatches_; }
+  /// @return the events in order.
+  [[nodiscard]] const std::vector<event>& events() const noexcept { return events_; }
+
+  /// @return the order as signed 1-based chunk ids.
+  [[nodiscard]] std::vector<int> order() const {
+    std::vector<int> ids;
+    ids.reserve(events_.size());
+    for (const event& e : events_) ids.push_back(e.kind == phase::forward ? e.chunk + 1 : -(e.chunk + 1));
+    return ids;
+  }
+
+ private:
+  schedule() = default;
+
+  static void check_shape(int pipeline, int rank, int microbatches, int chunks, int group) {
+    if (pipeline < 1) throw error("schedule: pipeline size " + std::to_string(pipeline) + " must be at least 1");
+    if (rank < 0 || rank >= pipeline) {
+      throw error("schedule: rank " + std::to_string(rank) + " is outside [0, " + std::to_string(pipeline) + ")");
+    }
+    if (microbatches < 1) throw error("schedule: microbatches " + std::to_string(microbatches) + " must be at least 1");
+    if (chunks < 1) throw error("schedule: vpp " + std::to_string(chunks) + " must be at least 1");
+    if (group < 1) throw error("schedule: group size " + std::to_string(group) + " must be at least 1");
+  }
+
+  [[nodiscard]] static std::string format_entry(double value) {
+    char text[32];
+    std::snprintf(text, sizeof(text), "%g", value);
+    return text;
+  }
+
+  std::string name_;
+  int chunks_ = 1;
+  int microbatches_ = 0;
+  std::vector<event> events_;
+};
+
+}  // namespace graphpool::plan
