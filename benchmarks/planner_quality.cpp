@@ -37,6 +37,7 @@ struct result_row {
   std::size_t coloring_arenas = 0;
   std::size_t dsatur_arenas = 0;
   bool exact = false;
+  std::size_t optimum = 0;  // proven optimum (equal-size frames), 0 when unknown
   double offsets_ms = 0;
   double coloring_ms = 0;
 };
@@ -100,8 +101,8 @@ std::vector<corpus_case> make_corpus(bool quick) {
       if (rank == pp / 2 && pp == 2) continue;  // rank 1 is pp - 1 already
       for (int vpp : {1, 2, 4}) {
         for (const std::string& set : sets) {
-          for (const std::string& layout : {"1", "3", "8", "mixed"}) {
-            for (const std::string& sizes : {"equal", "4 equal", "4 different", "heterogeneous"}) {
+          for (const char* layout : {"1", "3", "8", "mixed"}) {
+            for (const char* sizes : {"equal", "4 equal", "4 different", "heterogeneous"}) {
               corpus_case c;
               c.name = (vpp == 1 ? "1f1b" : "vpp" + std::to_string(vpp)) + " pp" + std::to_string(pp) + " r" +
                        std::to_string(rank) + " " + set + " layers " + layout + " " + sizes;
@@ -116,6 +117,90 @@ std::vector<corpus_case> make_corpus(bool quick) {
     }
   }
   return corpus;
+}
+
+// Exact chromatic number by DSATUR branch and bound, or 0 when `node_limit` runs out.
+class exact_coloring {
+ public:
+  exact_coloring(const conflict_graph& graph, std::size_t lower, std::size_t upper, std::size_t node_limit)
+      : graph_(graph), colors_(graph.size(), none), best_(upper), lower_(lower), node_limit_(node_limit) {}
+
+  std::size_t solve() {
+    search(0, 0);
+    return nodes_ > node_limit_ ? 0 : best_;
+  }
+
+ private:
+  static constexpr std::size_t none = static_cast<std::size_t>(-1);
+
+  void search(std::size_t colored, std::size_t used) {
+    if (++nodes_ > node_limit_ || best_ == lower_) return;
+    if (colored == graph_.size()) {
+      best_ = std::min(best_, used);
+      return;
+    }
+    std::size_t pick = none;
+    std::size_t pick_saturation = 0;
+    std::vector<bool> seen;
+    for (std::size_t v = 0; v < graph_.size(); ++v) {
+      if (colors_[v] != none) continue;
+      seen.assign(used, false);
+      std::size_t saturation = 0;
+      graph_.for_each_neighbor(v, [&](std::size_t u) {
+        if (colors_[u] != none && !seen[colors_[u]]) {
+          seen[colors_[u]] = true;
+          ++saturation;
+        }
+      });
+      if (pick == none || saturation > pick_saturation) {
+        pick = v;
+        pick_saturation = saturation;
+      }
+    }
+    seen.assign(used + 1, false);
+    graph_.for_each_neighbor(pick, [&](std::size_t u) {
+      if (colors_[u] != none) seen[colors_[u]] = true;
+    });
+    for (std::size_t c = 0; c <= used; ++c) {
+      if (seen[c]) continue;
+      const std::size_t next_used = std::max(used, c + 1);
+      if (next_used >= best_) break;  // cannot beat the best coloring found
+      colors_[pick] = c;
+      search(colored + 1, next_used);
+      colors_[pick] = none;
+      if (nodes_ > node_limit_ || best_ == lower_) return;
+    }
+  }
+
+  const conflict_graph& graph_;
+  std::vector<std::size_t> colors_;
+  std::size_t best_;
+  std::size_t lower_;
+  std::size_t node_limit_;
+  std::size_t nodes_ = 0;
+};
+
+// The optimum of an equal-size problem: frames of equal bytes w need chi(frame graph) * w in any
+// placement (offset / w is a coloring), so an exact chromatic number proves a plan optimal. 0 when
+// the frames differ in size, the graph is large, or the search runs out.
+std::size_t equal_size_optimum(const problem& input, const plan& result) {
+  if (result.frames.empty() || result.frames.size() > 160) return 0;
+  const std::size_t w = result.frames.front().bytes;
+  for (const planned_frame& f : result.frames) {
+    if (f.bytes != w) return 0;
+  }
+  const liveness live = analyze(input.schedules, input.slots);
+  conflict_graph frames(result.frames.size());
+  for (std::size_t a = 0; a < result.frames.size(); ++a) {
+    for (std::size_t b = a + 1; b < result.frames.size(); ++b) {
+      const std::size_t ga = live.group(result.frames[a].chunk, result.frames[a].slot);
+      const std::size_t gb = live.group(result.frames[b].chunk, result.frames[b].slot);
+      if (ga == gb || live.saved.conflicts(ga, gb)) frames.add_conflict(a, b);
+    }
+  }
+  const std::size_t chi =
+      exact_coloring(frames, result.saved.lower_bound_bytes / w, result.saved.footprint_bytes / w, 2'000'000).solve();
+  return chi * w;
 }
 
 double ratio(std::size_t a, std::size_t b) { return b == 0 ? 1.0 : static_cast<double>(a) / static_cast<double>(b); }
@@ -161,6 +246,8 @@ int main(int argc, char** argv) {
     row.dsatur = colored.saved.coloring_bytes;
     row.coloring_arenas = colored.saved.arenas;
     row.dsatur_arenas = colored.saved.coloring_arenas;
+    if (row.offsets > row.lower_bound) row.optimum = equal_size_optimum(c.input, offsets);
+    if (row.offsets == row.lower_bound) row.optimum = row.lower_bound;
     row.offsets_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
     row.coloring_ms = std::chrono::duration<double, std::milli>(t2 - t1).count();
     rows.push_back(row);
@@ -171,6 +258,9 @@ int main(int argc, char** argv) {
   std::vector<double> naive_ratio;
   std::vector<double> times;
   std::size_t above_coloring = 0;
+  std::size_t above_target = 0;
+  std::size_t above_target_proven_optimal = 0;
+  double worst_over_optimum = 1.0;
   std::size_t more_arenas = 0;
   const result_row* worst = &rows.front();
   for (const result_row& r : rows) {
@@ -181,6 +271,11 @@ int main(int argc, char** argv) {
     above_coloring += r.offsets > r.dsatur ? 1 : 0;
     more_arenas += r.coloring_arenas > r.dsatur_arenas ? 1 : 0;
     if (ratio(r.offsets, r.lower_bound) > ratio(worst->offsets, worst->lower_bound)) worst = &r;
+    if (ratio(r.offsets, r.lower_bound) > 1.10) {
+      ++above_target;
+      above_target_proven_optimal += r.optimum == r.offsets ? 1 : 0;
+    }
+    if (r.optimum > 0) worst_over_optimum = std::max(worst_over_optimum, ratio(r.offsets, r.optimum));
   }
   std::printf("planner quality over %zu plans (footprint / clique lower bound)\n\n", rows.size());
   std::printf("%-30s %8s %8s %8s\n", "", "median", "p90", "worst");
@@ -195,6 +290,40 @@ int main(int argc, char** argv) {
   std::printf("\nworst offsets case: %s (%.3f)\n", worst->name.c_str(), ratio(worst->offsets, worst->lower_bound));
   std::printf("offsets above the DSATUR coloring: %zu plans; coloring with more arenas than DSATUR: %zu plans\n",
               above_coloring, more_arenas);
+  std::printf("offsets above 1.10 x lower bound: %zu plans, %zu of them proven optimal (equal-size frames: the optimum\n"
+              "is chi(frame graph) x frame bytes, and an exact coloring found chi above the clique)\n",
+              above_target, above_target_proven_optimal);
+  std::printf("worst offsets / proven optimum, over plans whose optimum is known: %.3f\n", worst_over_optimum);
+
+  // The planning-time target: PP8 VPP4, every M = 1..128, 8 layers per chunk, 4 branches (median of 5).
+  problem target;
+  for (int m = 1; m <= 128; ++m) target.schedules.push_back(schedule::interleaved(8, 0, m, 4, 8));
+  target.layers_per_chunk = {8};
+  target.branches = {{"cp1", 96 * MiB, 16 * MiB}, {"cp2", 52 * MiB, 16 * MiB}, {"cp4", 27 * MiB, 16 * MiB},
+                     {"cp8", 15 * MiB, 16 * MiB}};
+  std::vector<double> target_ms;
+  std::size_t target_frames = 0;
+  for (int run = 0; run < 5; ++run) {
+    const auto t0 = std::chrono::steady_clock::now();
+    target_frames = make_plan(target, assignment::offsets).frames.size();
+    target_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  const double target_median = percentile(target_ms, 0.5);
+  std::printf("planning PP8 VPP4 M=1..128, 8 layers per chunk, 4 branches (%zu frames): %.1f ms median of 5 "
+              "(target: under 100 ms)\n", target_frames, target_median);
+
+  // Megatron-LM's reference: PP4 VPP4 G4, 3 layers per chunk, 8 slots, M = 4..64:4.
+  std::vector<std::size_t> reference_arenas;
+  for (int rank = 0; rank < 4; ++rank) {
+    problem ref;
+    for (int m = 4; m <= 64; m += 4) ref.schedules.push_back(schedule::interleaved(4, rank, m, 4, 4));
+    ref.layers_per_chunk = {3};
+    ref.slots = 8;
+    ref.branches = {{"cp1", 64 * MiB, 16 * MiB}};
+    reference_arenas.push_back(make_plan(ref, assignment::coloring).saved.arenas);
+  }
+  std::printf("PP4 VPP4 reference, saved arenas on ranks 0..3: %zu %zu %zu %zu (Megatron-LM's DSATUR: 60 60 48 48)\n",
+              reference_arenas[0], reference_arenas[1], reference_arenas[2], reference_arenas[3]);
 
   std::FILE* out = std::fopen(json_path.c_str(), "w");
   if (out == nullptr) {
@@ -212,15 +341,21 @@ int main(int argc, char** argv) {
                percentile(times, 0.5), percentile(times, 0.9), percentile(times, 1.0));
   std::fprintf(out, "  \"offsets_above_coloring\": %zu,\n  \"coloring_more_arenas_than_dsatur\": %zu,\n", above_coloring,
                more_arenas);
+  std::fprintf(out, "  \"offsets_above_1_10\": %zu,\n  \"offsets_above_1_10_proven_optimal\": %zu,\n", above_target,
+               above_target_proven_optimal);
+  std::fprintf(out, "  \"worst_offsets_over_proven_optimum\": %.4f,\n", worst_over_optimum);
+  std::fprintf(out, "  \"target_case_planning_ms\": %.3f,\n", target_median);
+  std::fprintf(out, "  \"reference_pp4_vpp4_arenas\": [%zu, %zu, %zu, %zu],\n", reference_arenas[0], reference_arenas[1],
+               reference_arenas[2], reference_arenas[3]);
   std::fprintf(out, "  \"cases\": [\n");
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const result_row& r = rows[i];
     std::fprintf(out,
                  "    {\"name\": \"%s\", \"frames\": %zu, \"slots\": %d, \"lower_bound_bytes\": %zu, "
-                 "\"lower_bound_exact\": %s, \"live_bound_bytes\": %zu, \"naive_bytes\": %zu, \"offsets_bytes\": %zu, "
+                 "\"lower_bound_exact\": %s, \"optimum_bytes\": %zu, \"live_bound_bytes\": %zu, \"naive_bytes\": %zu, \"offsets_bytes\": %zu, "
                  "\"coloring_bytes\": %zu, \"dsatur_bytes\": %zu, \"coloring_arenas\": %zu, \"dsatur_arenas\": %zu, "
                  "\"offsets_ms\": %.3f, \"coloring_ms\": %.3f}%s\n",
-                 r.name.c_str(), r.frames, r.slots, r.lower_bound, r.exact ? "true" : "false", r.live_bound, r.naive,
+                 r.name.c_str(), r.frames, r.slots, r.lower_bound, r.exact ? "true" : "false", r.optimum, r.live_bound, r.naive,
                  r.offsets, r.coloring, r.dsatur, r.coloring_arenas, r.dsatur_arenas, r.offsets_ms, r.coloring_ms,
                  i + 1 < rows.size() ? "," : "");
   }

@@ -8,3 +8,4 @@
 #include "graphpool/memory/cuda_pool_resource.hpp"
 #include "graphpool/memory/host_resource.hpp"
 #include "graphpool/memory/layout.hpp"
+#include "graphpool/plan.hpp"

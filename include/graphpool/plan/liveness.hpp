@@ -17,6 +17,9 @@
 
 namespace graphpool::plan {
 
+/// @brief The most frames, or (chunk, slot) groups, one plan may hold: conflicts are a bit matrix.
+inline constexpr std::size_t max_frames = 16384;
+
 /// @brief Conflicts between (chunk, slot) groups over every schedule given; vertex = chunk * slots + slot.
 struct liveness {
   int chunks = 0;
@@ -85,6 +88,10 @@ struct liveness {
   result.slots = slots == 0 ? count_slots(schedules) : slots;
   if (result.slots < 1) throw error("planner: slots must be at least 1, not " + std::to_string(result.slots));
   const std::size_t groups = static_cast<std::size_t>(result.chunks) * static_cast<std::size_t>(result.slots);
+  if (groups > max_frames) {
+    throw error("planner: " + std::to_string(result.chunks) + " chunk(s) x " + std::to_string(result.slots) +
+                " slot(s) is more than the " + std::to_string(max_frames) + " (chunk, slot) pairs one plan may hold");
+  }
   result.saved = conflict_graph(groups);
   result.grads = conflict_graph(groups);
   result.alive_events.assign(groups, 0);

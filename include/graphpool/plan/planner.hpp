@@ -185,12 +185,13 @@ inline void validate(const problem& p, int chunks) {
 [[nodiscard]] inline placement place(const conflict_graph& graph, const std::vector<std::size_t>& weights,
                                      const std::vector<std::size_t>& lifetimes, const coloring& colors,
                                      std::size_t lower_bound) {
+  if (graph.size() == 0) return placement{};
   // Each search step re-places every vertex against its placed neighbors: fewer steps on larger,
   // denser graphs (a fixed budget of neighbor visits keeps the plan deterministic and quick).
   std::size_t visits_per_step = graph.size();
   for (std::size_t v = 0; v < graph.size(); ++v) visits_per_step += graph.degree(v);
   placement_search search;
-  search.iterations = std::clamp<std::size_t>(8'000'000 / visits_per_step, 20, 600);
+  search.iterations = std::min<std::size_t>(8'000'000 / visits_per_step, 600);
   placement searched = best_placement(graph, weights, seed_orders(graph, weights, lifetimes, colors), lower_bound, search);
   if (searched.footprint <= colors.bytes) return searched;
   placement stacked;
@@ -221,6 +222,14 @@ inline void validate(const problem& p, int chunks) {
                                                                      : p.layers_per_chunk[static_cast<std::size_t>(c)]);
   }
   for (const branch_sizes& b : p.branches) result.branches.push_back(b.name);
+
+  std::size_t frame_count = 0;
+  for (int layers : result.layers_per_chunk) frame_count += static_cast<std::size_t>(layers) * static_cast<std::size_t>(live.slots);
+  if (frame_count > max_frames) {
+    throw error("planner: " + std::to_string(frame_count) + " frames (" + std::to_string(chunks) + " chunk(s) x " +
+                std::to_string(live.slots) + " slot(s) x layers) is more than the " + std::to_string(max_frames) +
+                " one plan may hold; plan fewer layers or chunks at a time");
+  }
 
   // Saved bytes per (chunk, layer, branch).
   std::vector<std::vector<std::vector<std::size_t>>> saved(static_cast<std::size_t>(chunks));

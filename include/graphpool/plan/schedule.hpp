@@ -39,6 +39,9 @@ struct event {
 /// chunk has as many backwards as forwards. Immutable once built; safe to share between threads.
 class schedule {
  public:
+  /// @brief The most model chunks a schedule may have.
+  static constexpr int max_chunks = 4096;
+
   /// @brief Non-interleaved 1F1B for `rank` of `pipeline` stages over `microbatches`:
   /// W = min(P-r-1, M) warm-up forwards, (F, B) pairs, then W backwards.
   /// @throws graphpool::error for P < 1, a rank outside [0, P) or M < 1.
@@ -118,13 +121,17 @@ class schedule {
                     "remove them from the order");
       }
       if (value == 0) throw error(name + ": entry " + std::to_string(i) + " (0) is not a chunk id; ids start at 1");
-      if (std::fabs(value) > 1e6) {
-        throw error(name + ": entry " + std::to_string(i) + " (" + format_entry(value) + ") is not a plausible chunk id");
+      if (std::fabs(value) > max_chunks) {
+        throw error(name + ": entry " + std::to_string(i) + " (" + format_entry(value) + ") names a chunk beyond " +
+                    std::to_string(max_chunks) + ", the most a schedule may have");
       }
       largest = std::max(largest, static_cast<int>(std::fabs(value)));
     }
     if (chunks == 0) chunks = largest;
-    if (chunks < 1) throw error(name + ": the number of chunks must be at least 1, not " + std::to_string(chunks));
+    if (chunks < 1 || chunks > max_chunks) {
+      throw error(name + ": the number of chunks must be in [1, " + std::to_string(max_chunks) + "], not " +
+                  std::to_string(chunks));
+    }
 
     schedule result;
     result.name_ = std::move(name);
@@ -214,7 +221,9 @@ class schedule {
       throw error("schedule: rank " + std::to_string(rank) + " is outside [0, " + std::to_string(pipeline) + ")");
     }
     if (microbatches < 1) throw error("schedule: microbatches " + std::to_string(microbatches) + " must be at least 1");
-    if (chunks < 1) throw error("schedule: vpp " + std::to_string(chunks) + " must be at least 1");
+    if (chunks < 1 || chunks > max_chunks) {
+      throw error("schedule: vpp " + std::to_string(chunks) + " must be in [1, " + std::to_string(max_chunks) + "]");
+    }
     if (group < 1) throw error("schedule: group size " + std::to_string(group) + " must be at least 1");
   }
 

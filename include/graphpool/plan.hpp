@@ -1,0 +1,12 @@
+#pragma once
+/// @file plan.hpp
+/// @brief The plan layer in one include: schedules, liveness, assignment, reports. No CUDA header.
+
+#include "graphpool/plan/coloring.hpp"
+#include "graphpool/plan/conflict_graph.hpp"
+#include "graphpool/plan/liveness.hpp"
+#include "graphpool/plan/placement.hpp"
+#include "graphpool/plan/planner.hpp"
+#include "graphpool/plan/report.hpp"
+#include "graphpool/plan/schedule.hpp"
+#include "graphpool/plan/spec.hpp"

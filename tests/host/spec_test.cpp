@@ -1,0 +1,62 @@
+// Planner input as text: sizes, schedule specs, branches, overrides, layers.
+
+#include <string>
+#include <vector>
+
+#include "catch.hpp"
+#include "graphpool/plan/spec.hpp"
+
+using namespace graphpool::plan;
+using graphpool::testing::contains_text;
+
+TEST_CASE("sizes take B, KiB, MiB and GiB", "[spec]") {
+  CHECK(parse_size("4096") == 4096);
+  CHECK(parse_size("17B") == 17);
+  CHECK(parse_size("2KiB") == 2048);
+  CHECK(parse_size("64MiB") == 64u << 20);
+  CHECK(parse_size("1.5GiB") == 3u << 29);
+  for (const char* bad : {"", "MiB", "64MB", "-1", "1.5", "0.1KiB", "1e3", "64 MiB", "9999999GiB"}) {
+    INFO(bad);
+    CHECK_THROWS_AS(parse_size(bad), graphpool::error);
+  }
+  CHECK_THROWS_WITH(parse_size("64MB"), contains_text("size '64MB' is not a number with an optional unit"));
+}
+
+TEST_CASE("schedule specs expand microbatch ranges", "[spec]") {
+  CHECK(parse_schedule_spec("pp=2,rank=0,microbatches=8").size() == 1);
+  const auto range = parse_schedule_spec("pp=4,rank=1,microbatches=4..64:4,vpp=2,group=4");
+  REQUIRE(range.size() == 16);
+  CHECK(range.front().microbatches() == 4);
+  CHECK(range.back().microbatches() == 64);
+  CHECK(range.front().chunks() == 2);
+  CHECK(parse_schedule_spec("pp=2,rank=1,microbatches=1..5").size() == 5);
+  CHECK(parse_schedule_spec("pp=2,rank=0,microbatches=3,vpp=2").front().order() ==
+        schedule::interleaved(2, 0, 3, 2, 2).order());
+  CHECK_THROWS_WITH(parse_schedule_spec("pp=2,rank=0"), contains_text("pp, rank and microbatches are required"));
+  CHECK_THROWS_WITH(parse_schedule_spec("pp=2,rank=0,microbatches=8..4"), contains_text("range 8..4 is empty"));
+  CHECK_THROWS_WITH(parse_schedule_spec("pp=2,rank=0,microbatches=4,tp=2"), contains_text("unknown key 'tp'"));
+  CHECK_THROWS_WITH(parse_schedule_spec("pp=x,rank=0,microbatches=4"), contains_text("pp: 'x' is not an integer"));
+  CHECK_THROWS_WITH(parse_schedule_spec("pp=2,rank=2,microbatches=4"),
+                    contains_text("--schedule 'pp=2,rank=2,microbatches=4': schedule: rank 2 is outside [0, 2)"));
+  CHECK_THROWS_WITH(parse_schedule_spec("pp=2;rank=0"), contains_text("pp: '2;rank=0' is not an integer"));
+  CHECK_THROWS_WITH(parse_schedule_spec("pp=2,rank"), contains_text("'rank' is not key=value"));
+}
+
+TEST_CASE("branch, override and layer specs", "[spec]") {
+  const branch_sizes b = parse_branch_spec("cp2:32MiB:8MiB");
+  CHECK(b.name == "cp2");
+  CHECK(b.saved_per_layer == 32u << 20);
+  CHECK(b.grad_per_slot == 8u << 20);
+  CHECK(parse_branch_spec("cp1:1KiB").grad_per_slot == 0);
+  CHECK_THROWS_WITH(parse_branch_spec("cp1"), contains_text("write NAME:SAVED[:GRAD]"));
+  CHECK_THROWS_WITH(parse_branch_spec(":1MiB"), contains_text("write NAME:SAVED[:GRAD]"));
+  const saved_bytes_override o = parse_frame_bytes_spec("chunk=1,layer=2,branch=cp2,saved=40MiB");
+  CHECK(o.chunk == 1);
+  CHECK(o.layer == 2);
+  CHECK(o.branch == "cp2");
+  CHECK(o.saved == 40u << 20);
+  CHECK_THROWS_WITH(parse_frame_bytes_spec("chunk=1,layer=2,saved=1"), contains_text("chunk, layer, branch and saved are required"));
+  CHECK(parse_layers_spec("3") == std::vector<int>{3});
+  CHECK(parse_layers_spec("0,2,3") == std::vector<int>{0, 2, 3});
+  CHECK_THROWS_WITH(parse_layers_spec("2,,3"), contains_text("'' is not an integer"));
+}
