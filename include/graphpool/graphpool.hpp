@@ -8,4 +8,6 @@
 #include "graphpool/memory/cuda_pool_resource.hpp"
 #include "graphpool/memory/host_resource.hpp"
 #include "graphpool/memory/layout.hpp"
+#include "graphpool/memory/shared_physical_resource.hpp"
+#include "graphpool/capture.hpp"
 #include "graphpool/plan.hpp"

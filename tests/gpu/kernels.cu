@@ -37,6 +37,12 @@ void fill_pattern(void* ptr, std::size_t bytes, std::uint32_t seed, cudaStream_t
   GRAPHPOOL_CUDA_TRY(cudaGetLastError(), "fill_pattern");
 }
 
+void add_mismatches(const void* ptr, std::size_t bytes, std::uint32_t seed, unsigned long long* counter,
+                    cudaStream_t stream) {
+  check_kernel<<<blocks, threads, 0, stream>>>(static_cast<const std::uint32_t*>(ptr), bytes / 4, seed, counter);
+  GRAPHPOOL_CUDA_TRY(cudaGetLastError(), "add_mismatches");
+}
+
 std::size_t count_mismatches(const void* ptr, std::size_t bytes, std::uint32_t seed, cudaStream_t stream) {
   unsigned long long* counter = nullptr;
   GRAPHPOOL_CUDA_TRY(cudaMallocAsync(&counter, sizeof(*counter), stream), "count_mismatches");

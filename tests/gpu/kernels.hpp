@@ -15,3 +15,12 @@ void fill_pattern(void* ptr, std::size_t bytes, std::uint32_t seed, cudaStream_t
 std::size_t count_mismatches(const void* ptr, std::size_t bytes, std::uint32_t seed, cudaStream_t stream);
 
 }  // namespace graphpool::testing
+
+namespace graphpool::testing {
+
+/// Adds to `*counter` the words at `ptr` that differ from fill_pattern's pattern for `seed`.
+/// Only enqueues a kernel on `stream`: safe inside a stream capture.
+void add_mismatches(const void* ptr, std::size_t bytes, std::uint32_t seed, unsigned long long* counter,
+                    cudaStream_t stream);
+
+}  // namespace graphpool::testing

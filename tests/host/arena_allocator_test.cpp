@@ -259,14 +259,21 @@ TEST_CASE("requests beyond what was declared are errors, never overlap", "[arena
 
   auto cursor = arenas.cursor(slot, cp1);
   CHECK(cursor.allocate(256) == view.output(0));
-  CHECK_THROWS_WITH(cursor.allocate(2048), contains_text("request 1 (2048 B @256) does not fit saved part 0 declared as "
-                                                    "1024 B @256"));
+  CHECK_THROWS_WITH(cursor.allocate(2048), contains_text("saved request 0 (2048 B @256) does not fit saved part 0 "
+                                                         "declared as 1024 B @256"));
   CHECK_THROWS_WITH(cursor.allocate(1024, 512), contains_text("does not fit saved part 0"));
   CHECK(cursor.allocate(1000) == view.saved(0));
   CHECK(cursor.allocate(64, 64) == view.saved(1));
-  CHECK_THROWS_WITH(cursor.allocate(1), contains_text("request 3 (1 B @256) is beyond what was declared: the branch "
-                                                 "declared 3 part(s)"));
+  CHECK_THROWS_WITH(cursor.allocate(1), contains_text("saved request 2 (1 B @256) is beyond what was declared: the "
+                                                      "branch declared 2 saved part(s)"));
+  CHECK_THROWS_WITH(cursor.allocate_output(1), contains_text("output request 1 (1 B @256) is beyond what was declared"));
   CHECK(cursor.served() == 3);
+
+  // Outputs and saved parts may be asked for interleaved: each kind keeps its own order.
+  auto interleaved = arenas.cursor(slot, cp1);
+  CHECK(interleaved.allocate_saved(1024) == view.saved(0));
+  CHECK(interleaved.allocate_output(256) == view.output(0));
+  CHECK(interleaved.allocate_saved(64) == view.saved(1));
 }
 
 TEST_CASE("unknown slots, branches, arenas and taken names are errors", "[arena][errors]") {

@@ -183,47 +183,66 @@ class branch_view {
 
 /// @brief Hands out one branch's declared parts in order, checking each request against its declaration.
 ///
-/// For code that learns its requests one by one (a framework allocator during capture): request k
-/// gets part k (outputs first, then saved) and must fit it. Not thread-safe: one cursor per caller.
+/// For code that learns its requests one by one (a framework allocator during capture): the k-th
+/// output request gets output part k, the k-th saved request saved part k, and each must fit its
+/// part. allocate() takes the next part in declaration order (outputs, then saved). Not thread-safe:
+/// one cursor per caller.
 class branch_cursor {
  public:
   explicit branch_cursor(branch_view view) noexcept : view_(view) {}
 
-  /// @brief The next declared part's address.
+  /// @brief The next declared part (outputs first, then saved parts).
   /// @throws graphpool::error when every declared part was handed out, or the request is larger or
   /// more strictly aligned than the part declared for it. Nothing is handed out then.
   [[nodiscard]] void* allocate(std::size_t bytes, std::size_t alignment = default_alignment) {
-    const std::size_t total = view_.output_count() + view_.saved_count();
-    if (!is_valid_alignment(alignment)) {
-      detail::check_alignment(alignment, view_.describe() + " " + describe_request(bytes, alignment));
-    }
-    if (next_ >= total) {
-      throw error(view_.describe() + ": " + describe_request(bytes, alignment) +
-                  " is beyond what was declared: the branch declared " + std::to_string(total) +
-                  " part(s); declare this part in the branch's layout");
-    }
-    const bool output = next_ < view_.output_count();
-    const std::size_t index = output ? next_ : next_ - view_.output_count();
-    const part& declared = output ? view_.branch_->layout.outputs[index] : view_.branch_->layout.saved[index];
-    if (bytes > view_.branch_->part_extents[next_] || alignment > declared.alignment()) {
-      throw error(view_.describe() + ": " + describe_request(bytes, alignment) + " does not fit " +
-                  (output ? "output" : "saved") + " part " + std::to_string(index) + " declared as " +
-                  declared.describe() + "; declare the part at least this large and this aligned");
-    }
-    ++next_;
-    return view_.base_ + view_.branch_->part_offsets[next_ - 1];
+    return next_output_ < view_.output_count() ? allocate_output(bytes, alignment) : allocate_saved(bytes, alignment);
+  }
+
+  /// @brief The next declared output part. @throws graphpool::error as allocate().
+  [[nodiscard]] void* allocate_output(std::size_t bytes, std::size_t alignment = default_alignment) {
+    return take(true, next_output_, bytes, alignment);
+  }
+
+  /// @brief The next declared saved part. @throws graphpool::error as allocate().
+  [[nodiscard]] void* allocate_saved(std::size_t bytes, std::size_t alignment = default_alignment) {
+    return take(false, next_saved_, bytes, alignment);
   }
 
   /// @return how many requests were served.
-  [[nodiscard]] std::size_t served() const noexcept { return next_; }
+  [[nodiscard]] std::size_t served() const noexcept { return next_output_ + next_saved_; }
 
  private:
-  [[nodiscard]] std::string describe_request(std::size_t bytes, std::size_t alignment) const {
-    return "request " + std::to_string(next_) + " (" + std::to_string(bytes) + " B @" + std::to_string(alignment) + ")";
+  void* take(bool output, std::size_t& next, std::size_t bytes, std::size_t alignment) {
+    const char* kind = output ? "output" : "saved";
+    const std::size_t count = output ? view_.output_count() : view_.saved_count();
+    if (!is_valid_alignment(alignment)) {
+      detail::check_alignment(alignment, view_.describe() + " " + describe_request(kind, next, bytes, alignment));
+    }
+    if (next >= count) {
+      throw error(view_.describe() + ": " + describe_request(kind, next, bytes, alignment) +
+                  " is beyond what was declared: the branch declared " + std::to_string(count) + " " + kind +
+                  " part(s); declare this part in the branch's layout");
+    }
+    const std::size_t flat = output ? next : view_.output_count() + next;
+    const part& declared = output ? view_.branch_->layout.outputs[next] : view_.branch_->layout.saved[next];
+    if (bytes > view_.branch_->part_extents[flat] || alignment > declared.alignment()) {
+      throw error(view_.describe() + ": " + describe_request(kind, next, bytes, alignment) + " does not fit " + kind +
+                  " part " + std::to_string(next) + " declared as " + declared.describe() +
+                  "; declare the part at least this large and this aligned");
+    }
+    ++next;
+    return view_.base_ + view_.branch_->part_offsets[flat];
+  }
+
+  [[nodiscard]] static std::string describe_request(const char* kind, std::size_t index, std::size_t bytes,
+                                                    std::size_t alignment) {
+    return std::string(kind) + " request " + std::to_string(index) + " (" + std::to_string(bytes) + " B @" +
+           std::to_string(alignment) + ")";
   }
 
   branch_view view_;
-  std::size_t next_ = 0;
+  std::size_t next_output_ = 0;
+  std::size_t next_saved_ = 0;
 };
 
 /// @brief Arenas for slots whose branches are mutually exclusive: an arena is the max over its

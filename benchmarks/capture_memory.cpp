@@ -1,0 +1,275 @@
+// The capture layer on a GPU, side by side with what a user would do without graphpool:
+//  1. capture + instantiate time per branch (graphpool session vs plain capture with cudaMallocAsync);
+//  2. host cost per launch: cudaGraphLaunch, graph_bank with the guard off, with the guard on;
+//  3. device memory for N = 1, 2, 4, 8 branches of different sizes: (a) a cudaMemPool_t per branch,
+//     (b) one shared pool in which each branch keeps its own persistent buffers (what a shared PyTorch
+//     pool amounts to), (c) graphpool (an arena on a pool, and windows over shared pages).
+//
+// usage: graphpool_bench_capture_memory [--json PATH]   (needs a CUDA device)
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "graphpool/graphpool.hpp"
+
+namespace {
+
+constexpr std::size_t MiB = std::size_t{1} << 20;
+
+__attribute__((noinline)) void enqueue_memset(void* ptr, std::size_t bytes, cudaStream_t stream) {
+  GRAPHPOOL_CUDA_TRY(cudaMemsetAsync(ptr, 1, bytes, stream), "memset");
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 == 1 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+double microseconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
+}
+
+class no_persistent final : public graphpool::persistent_memory {
+ public:
+  void* allocate(graphpool::capture_session& s, graphpool::persistent_kind, std::size_t, std::size_t) override {
+    throw graphpool::error(s.where() + ": no persistent memory");
+  }
+  void rollback() noexcept override {}
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string json_path = "capture_memory.json";
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--json") == 0 && i + 1 < argc) {
+      json_path = argv[++i];
+    } else {
+      std::fprintf(stderr, "usage: %s [--json PATH]\n", argv[0]);
+      return 2;
+    }
+  }
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    std::printf("capture_memory: no CUDA device; this benchmark needs one\n");
+    return 77;
+  }
+  try {
+    using namespace graphpool;
+    cudaDeviceProp prop{};
+    GRAPHPOOL_CUDA_TRY(cudaGetDeviceProperties(&prop, 0), "device");
+    cudaStream_t stream = nullptr;
+    GRAPHPOOL_CUDA_TRY(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
+    std::string json = "{\n  \"benchmark\": \"capture_memory\",\n  \"device\": \"" + std::string(prop.name) + "\",\n";
+    char line[512];
+
+    // 1. Capture + instantiate per branch: output, saved tensor, workspace, three memsets.
+    cuda_pool_resource pool;
+    arena_allocator<cuda_pool_resource> arenas(pool);
+    const slot_id slot = arenas.declare_slot("layer0");
+    const branch_id branch = arenas.declare_branch(slot, "cp1", {{part(8 * MiB)}, {part(64 * MiB)}});
+    arenas.reserve();
+    declared_branch<cuda_pool_resource> declared(arenas, slot, branch);
+    shared_physical_resource vmm;
+    auto window_arena = vmm.make_arena(1, 256 * MiB);
+    window_branch window(*window_arena, 0);
+    auto graphpool_body = [&](capture_session& c) {
+      void* out = c.allocate_persistent(8 * MiB, 256, persistent_kind::output);
+      void* saved = c.allocate_persistent(64 * MiB);
+      void* workspace = c.allocate_transient(32 * MiB);
+      enqueue_memset(workspace, 32 * MiB, c.stream());
+      enqueue_memset(saved, 64 * MiB, c.stream());
+      enqueue_memset(out, 8 * MiB, c.stream());
+      c.free_transient(workspace);
+    };
+    constexpr int captures = 41;
+    std::vector<double> declared_us;
+    std::vector<double> window_us;
+    std::vector<double> plain_us;
+    for (int i = 0; i < captures; ++i) {
+      auto start = std::chrono::steady_clock::now();
+      graph_executable g1 = capture_session::capture(stream, declared, "layer0", "cp1", graphpool_body);
+      declared_us.push_back(microseconds_since(start));
+      start = std::chrono::steady_clock::now();
+      graph_executable g2 = capture_session::capture(stream, window, "layer0", "cp1", graphpool_body);
+      window_us.push_back(microseconds_since(start));
+      // Without graphpool: every buffer from cudaMallocAsync inside the capture (alloc nodes in the graph).
+      start = std::chrono::steady_clock::now();
+      GRAPHPOOL_CUDA_TRY(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "plain capture");
+      void* out = nullptr;
+      void* saved = nullptr;
+      void* workspace = nullptr;
+      GRAPHPOOL_CUDA_TRY(cudaMallocAsync(&out, 8 * MiB, stream), "plain");
+      GRAPHPOOL_CUDA_TRY(cudaMallocAsync(&saved, 64 * MiB, stream), "plain");
+      GRAPHPOOL_CUDA_TRY(cudaMallocAsync(&workspace, 32 * MiB, stream), "plain");
+      enqueue_memset(workspace, 32 * MiB, stream);
+      enqueue_memset(saved, 64 * MiB, stream);
+      enqueue_memset(out, 8 * MiB, stream);
+      GRAPHPOOL_CUDA_TRY(cudaFreeAsync(workspace, stream), "plain");
+      GRAPHPOOL_CUDA_TRY(cudaFreeAsync(saved, stream), "plain");
+      GRAPHPOOL_CUDA_TRY(cudaFreeAsync(out, stream), "plain");
+      cudaGraph_t graph = nullptr;
+      GRAPHPOOL_CUDA_TRY(cudaStreamEndCapture(stream, &graph), "plain");
+      cudaGraphExec_t exec = nullptr;
+      GRAPHPOOL_CUDA_TRY(cudaGraphInstantiate(&exec, graph, 0), "plain");
+      plain_us.push_back(microseconds_since(start));
+      GRAPHPOOL_CUDA_TRY(cudaGraphExecDestroy(exec), "plain");
+      GRAPHPOOL_CUDA_TRY(cudaGraphDestroy(graph), "plain");
+    }
+    std::printf("capture + instantiate per branch (median of %d)\n", captures);
+    std::printf("  %-48s %10.1f us\n", "graphpool session, declared arena (pool)", median(declared_us));
+    std::printf("  %-48s %10.1f us\n", "graphpool session, window over shared pages", median(window_us));
+    std::printf("  %-48s %10.1f us\n", "plain capture, cudaMallocAsync inside", median(plain_us));
+    std::snprintf(line, sizeof(line),
+                  "  \"capture_instantiate_us\": {\"declared_arena\": %.2f, \"window\": %.2f, \"plain_capture\": %.2f},\n",
+                  median(declared_us), median(window_us), median(plain_us));
+    json += line;
+
+    // 2. Host cost per launch of a tiny graph: forward then backward, guard off and on.
+    void* small = nullptr;
+    GRAPHPOOL_CUDA_TRY(cudaMalloc(&small, 4096), "small");
+    auto tiny = [&](capture_session& c) { enqueue_memset(small, 4096, c.stream()); };
+    no_persistent none;
+    slot_guard guard_off(false);
+    slot_guard guard_on(true);
+    graph_bank bank_off(&guard_off);
+    graph_bank bank_on(&guard_on);
+    graph_executable raw = capture_session::capture(stream, none, "tiny", "raw", tiny);
+    for (graph_bank* bank : {&bank_off, &bank_on}) {
+      bank->add({0, 0, graph_phase::forward}, capture_session::capture(stream, none, "tiny", "f", tiny), {0, 1, 2});
+      bank->add({0, 0, graph_phase::backward}, capture_session::capture(stream, none, "tiny", "b", tiny), {0, 1, 2});
+    }
+    constexpr int launches = 2000;
+    std::vector<double> raw_ns;
+    std::vector<double> off_ns;
+    std::vector<double> on_ns;
+    const frame_label frame{0, 0, 0, "cp1"};
+    for (int run = 0; run < 15; ++run) {
+      auto time_launches = [&](const std::function<void()>& pair) {
+        GRAPHPOOL_CUDA_TRY(cudaStreamSynchronize(stream), "sync");
+        const auto start = std::chrono::steady_clock::now();
+        for (int i = 0; i < launches / 2; ++i) pair();
+        const double ns = microseconds_since(start) * 1000.0 / launches;
+        GRAPHPOOL_CUDA_TRY(cudaStreamSynchronize(stream), "sync");
+        return ns;
+      };
+      raw_ns.push_back(time_launches([&] {
+        GRAPHPOOL_CUDA_TRY(cudaGraphLaunch(raw.get(), stream), "raw");
+        GRAPHPOOL_CUDA_TRY(cudaGraphLaunch(raw.get(), stream), "raw");
+      }));
+      off_ns.push_back(time_launches([&] {
+        bank_off.launch({0, 0, graph_phase::forward}, stream, &frame);
+        bank_off.launch({0, 0, graph_phase::backward}, stream, &frame);
+      }));
+      on_ns.push_back(time_launches([&] {
+        bank_on.launch({0, 0, graph_phase::forward}, stream, &frame);
+        bank_on.launch({0, 0, graph_phase::backward}, stream, &frame);
+      }));
+    }
+    GRAPHPOOL_CUDA_TRY(cudaFree(small), "small");
+    std::printf("\nhost cost per launch (median of 15 runs of %d launches)\n", launches);
+    std::printf("  %-48s %10.1f ns\n", "cudaGraphLaunch", median(raw_ns));
+    std::printf("  %-48s %10.1f ns (%+.1f)\n", "graph_bank::launch, guard off", median(off_ns), median(off_ns) - median(raw_ns));
+    std::printf("  %-48s %10.1f ns (%+.1f; target under 1000)\n", "graph_bank::launch, guard on (3 arenas)", median(on_ns),
+                median(on_ns) - median(raw_ns));
+    std::snprintf(line, sizeof(line),
+                  "  \"launch_ns\": {\"cudaGraphLaunch\": %.1f, \"bank_guard_off\": %.1f, \"bank_guard_on\": %.1f},\n",
+                  median(raw_ns), median(off_ns), median(on_ns));
+    json += line;
+
+    // 3. Device memory for N branches of different sizes: 32 MiB of outputs plus the branch's saved bytes.
+    const std::vector<std::size_t> saved_sizes{1024 * MiB, 768 * MiB, 512 * MiB, 384 * MiB,
+                                               256 * MiB,  192 * MiB, 128 * MiB, 96 * MiB};
+    const std::size_t outputs = 32 * MiB;
+    std::printf("\ndevice memory, N branches (outputs 32 MiB + saved 1024, 768, 512, 384, 256, 192, 128, 96 MiB)\n");
+    std::printf("  %3s %12s %18s %18s %18s %18s\n", "N", "largest", "pool per branch", "one shared pool",
+                "graphpool (pool)", "graphpool (pages)");
+    json += "  \"memory\": [\n";
+    bool within_target = true;
+    for (std::size_t n : {1, 2, 4, 8}) {
+      const std::size_t largest = outputs + saved_sizes[0];
+      // (a) a pool per branch, each holding its branch's buffers
+      std::size_t per_branch = 0;
+      {
+        std::vector<std::unique_ptr<cuda_pool_resource>> pools;
+        std::vector<void*> held;
+        for (std::size_t b = 0; b < n; ++b) {
+          pools.push_back(std::make_unique<cuda_pool_resource>());
+          held.push_back(pools.back()->allocate_sync(outputs));
+          held.push_back(pools.back()->allocate_sync(saved_sizes[b]));
+          per_branch += pools.back()->reserved_bytes();
+        }
+        for (std::size_t b = 0; b < n; ++b) {
+          pools[b]->deallocate_sync(held[2 * b], outputs);
+          pools[b]->deallocate_sync(held[2 * b + 1], saved_sizes[b]);
+        }
+      }
+      // (b) one shared pool; every branch keeps its own outputs and saved buffers alive
+      std::size_t shared = 0;
+      {
+        cuda_pool_resource one;
+        std::vector<std::pair<void*, std::size_t>> held;
+        for (std::size_t b = 0; b < n; ++b) {
+          held.emplace_back(one.allocate_sync(outputs), outputs);
+          held.emplace_back(one.allocate_sync(saved_sizes[b]), saved_sizes[b]);
+        }
+        shared = one.reserved_bytes();
+        for (auto& [ptr, bytes] : held) one.deallocate_sync(ptr, bytes);
+      }
+      // (c) graphpool: one arena for the slot, on a pool and on shared pages
+      std::size_t ours_pool = 0;
+      std::size_t ours_pages = 0;
+      {
+        cuda_pool_resource backing;
+        arena_allocator<cuda_pool_resource> slot_arenas(backing);
+        shared_physical_resource pages;
+        arena_allocator<shared_physical_resource> window_arenas(pages);
+        const slot_id a = slot_arenas.declare_slot("layer0");
+        const slot_id w = window_arenas.declare_slot("layer0");
+        for (std::size_t b = 0; b < n; ++b) {
+          slot_arenas.declare_branch(a, "b" + std::to_string(b), {{part(outputs)}, {part(saved_sizes[b])}});
+          window_arenas.declare_branch(w, "b" + std::to_string(b), {{part(outputs)}, {part(saved_sizes[b])}});
+        }
+        slot_arenas.reserve();
+        window_arenas.reserve();
+        ours_pool = backing.reserved_bytes();
+        ours_pages = pages.physical_bytes();
+      }
+      const double l = static_cast<double>(largest);
+      std::printf("  %3zu %9.0f MiB %12.0f (%.2fx) %12.0f (%.2fx) %12.0f (%.2fx) %12.0f (%.2fx)\n", n,
+                  l / MiB, static_cast<double>(per_branch) / MiB, per_branch / l, static_cast<double>(shared) / MiB,
+                  shared / l, static_cast<double>(ours_pool) / MiB, ours_pool / l, static_cast<double>(ours_pages) / MiB,
+                  ours_pages / l);
+      within_target = within_target && ours_pool <= 1.02 * l && ours_pages <= 1.02 * l;
+      std::snprintf(line, sizeof(line),
+                    "    {\"branches\": %zu, \"largest_bytes\": %zu, \"pool_per_branch_bytes\": %zu, "
+                    "\"shared_pool_bytes\": %zu, \"graphpool_pool_bytes\": %zu, \"graphpool_pages_bytes\": %zu}%s\n",
+                    n, largest, per_branch, shared, ours_pool, ours_pages, n == 8 ? "" : ",");
+      json += line;
+    }
+    json += "  ],\n  \"graphpool_within_1_02_of_largest\": " + std::string(within_target ? "true" : "false") + "\n}\n";
+    std::printf("graphpool within 1.02x of the largest branch for every N: %s\n", within_target ? "yes" : "NO");
+    GRAPHPOOL_CUDA_TRY(cudaStreamDestroy(stream), "stream");
+
+    std::FILE* out = std::fopen(json_path.c_str(), "w");
+    if (out == nullptr) {
+      std::fprintf(stderr, "capture_memory: cannot write %s\n", json_path.c_str());
+      return 1;
+    }
+    std::fputs(json.c_str(), out);
+    std::fclose(out);
+    std::printf("wrote %s\n", json_path.c_str());
+    return within_target ? 0 : 1;
+  } catch (const graphpool::error& e) {
+    std::fprintf(stderr, "capture_memory failed: %s\n", e.what());
+    return 1;
+  }
+}

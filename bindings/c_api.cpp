@@ -1,0 +1,67 @@
+// graphpool's C ABI over capture_resource (see include/graphpool/c_api.h).
+
+#include "graphpool/c_api.h"
+
+#include <exception>
+#include <string>
+
+#include "graphpool/capture/capture_resource.hpp"
+
+namespace {
+
+thread_local std::string last_error;
+
+graphpool::capture_resource& unwrap(graphpool_capture_resource* resource) {
+  if (resource == nullptr) throw graphpool::error("the graphpool_capture_resource is null");
+  return *reinterpret_cast<graphpool::capture_resource*>(resource);
+}
+
+template <class Call>
+graphpool_status guarded(Call&& call) noexcept {
+  try {
+    call();
+    last_error.clear();
+    return GRAPHPOOL_OK;
+  } catch (const std::exception& e) {
+    last_error = e.what();
+  } catch (...) {
+    last_error = "unknown error";
+  }
+  return GRAPHPOOL_ERROR;
+}
+
+}  // namespace
+
+extern "C" {
+
+graphpool_status graphpool_allocate(graphpool_capture_resource* resource, void* stream, size_t bytes, size_t alignment,
+                                    void** out) {
+  return guarded([&] {
+    if (out == nullptr) throw graphpool::error("graphpool_allocate: out is null");
+    *out = unwrap(resource).allocate(static_cast<cudaStream_t>(stream), bytes, alignment);
+  });
+}
+
+graphpool_status graphpool_deallocate(graphpool_capture_resource* resource, void* stream, void* ptr, size_t bytes,
+                                      size_t alignment) {
+  return guarded([&] { unwrap(resource).deallocate(static_cast<cudaStream_t>(stream), ptr, bytes, alignment); });
+}
+
+graphpool_status graphpool_push_persistent(graphpool_capture_resource* resource, graphpool_persistent_kind kind) {
+  return guarded([&] {
+    if (kind != GRAPHPOOL_PERSISTENT_OUTPUT && kind != GRAPHPOOL_PERSISTENT_SAVED) {
+      throw graphpool::error("graphpool_push_persistent: kind " + std::to_string(static_cast<int>(kind)) +
+                             " is neither GRAPHPOOL_PERSISTENT_OUTPUT nor GRAPHPOOL_PERSISTENT_SAVED");
+    }
+    unwrap(resource).push_persistent(kind == GRAPHPOOL_PERSISTENT_OUTPUT ? graphpool::persistent_kind::output
+                                                                         : graphpool::persistent_kind::saved);
+  });
+}
+
+graphpool_status graphpool_pop_persistent(graphpool_capture_resource* resource) {
+  return guarded([&] { unwrap(resource).pop_persistent(); });
+}
+
+const char* graphpool_last_error(void) { return last_error.c_str(); }
+
+}  // extern "C"

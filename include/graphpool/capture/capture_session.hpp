@@ -1,0 +1,358 @@
+#pragma once
+/// @file capture_session.hpp
+/// @brief Capturing one branch of one slot: persistent requests from the slot's arena, transient ones
+/// on CUDA graph memory nodes, and everything restored when the capture fails.
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "graphpool/detail/cuda_check.hpp"
+#include "graphpool/error.hpp"
+#include "graphpool/memory/alignment.hpp"
+
+namespace graphpool {
+
+class capture_session;
+
+/// @brief What a persistent request is for: an output consumers read (identical in every branch),
+/// or a tensor the branch saves for its own backward.
+enum class persistent_kind { output, saved };
+
+/// @brief Where a session's persistent requests go. Implementations: capture/persistent_memory.hpp.
+class persistent_memory {
+ public:
+  virtual ~persistent_memory() = default;
+  /// @brief Serves a persistent request made while `session` captures.
+  virtual void* allocate(capture_session& session, persistent_kind kind, std::size_t bytes, std::size_t alignment) = 0;
+  /// @brief Forgets every request since the capture began (the capture failed).
+  virtual void rollback() noexcept = 0;
+  /// @brief The capture succeeded.
+  virtual void commit() {}
+};
+
+/// @brief An instantiated graph (and the graph it came from), destroyed together.
+class graph_executable final {
+ public:
+  graph_executable() = default;
+  graph_executable(cudaGraphExec_t exec, cudaGraph_t graph, bool owns_graph) noexcept
+      : exec_(exec), graph_(graph), owns_graph_(owns_graph) {}
+  graph_executable(const graph_executable&) = delete;
+  graph_executable& operator=(const graph_executable&) = delete;
+  graph_executable(graph_executable&& other) noexcept { swap(other); }
+  graph_executable& operator=(graph_executable&& other) noexcept {
+    graph_executable(std::move(other)).swap(*this);
+    return *this;
+  }
+  ~graph_executable() {
+    if (exec_ != nullptr) GRAPHPOOL_CUDA_REPORT(cudaGraphExecDestroy(exec_));
+    if (graph_ != nullptr && owns_graph_) GRAPHPOOL_CUDA_REPORT(cudaGraphDestroy(graph_));
+  }
+
+  /// @brief Launches the graph on `stream`.
+  void launch(cudaStream_t stream) const {
+    GRAPHPOOL_CUDA_TRY(cudaGraphLaunch(exec_, stream), "graph_executable::launch");
+  }
+
+  [[nodiscard]] cudaGraphExec_t get() const noexcept { return exec_; }
+  [[nodiscard]] cudaGraph_t graph() const noexcept { return graph_; }
+  [[nodiscard]] explicit operator bool() const noexcept { return exec_ != nullptr; }
+
+ private:
+  void swap(graph_executable& other) noexcept {
+    std::swap(exec_, other.exec_);
+    std::swap(graph_, other.graph_);
+    std::swap(owns_graph_, other.owns_graph_);
+  }
+
+  cudaGraphExec_t exec_ = nullptr;
+  cudaGraph_t graph_ = nullptr;
+  bool owns_graph_ = false;
+};
+
+/// @brief How a session captures.
+struct capture_options {
+  /// Stream capture mode: thread-local by default; global and relaxed selectable.
+  cudaStreamCaptureMode mode = cudaStreamCaptureModeThreadLocal;
+  /// When set, capture into this graph (cudaStreamBeginCaptureToGraph) for frameworks that build
+  /// graphs node by node; the graph stays the caller's.
+  cudaGraph_t into = nullptr;
+  /// Upload the executable to this stream after instantiation (cudaGraphUpload), so the first launch
+  /// does not pay the physical mapping of its memory nodes. nullptr: no upload.
+  cudaStream_t upload_stream = nullptr;
+  bool upload = false;
+};
+
+/// @brief What one capture did.
+struct capture_report {
+  std::string slot;
+  std::string branch;
+  std::size_t persistent_requests = 0;
+  std::size_t persistent_bytes = 0;
+  std::size_t transient_allocations = 0;
+  std::size_t transient_bytes = 0;
+  std::size_t transients_freed_at_end = 0;  ///< still held when the capture ended: freed at the graph's end
+};
+
+/// @brief Captures one branch of one slot on a stream (RAII).
+///
+/// Persistent requests (outputs, saved tensors, returned gradients) go to a persistent_memory (the
+/// slot's arena); transient requests become graph memory nodes: an alloc node after the capture's
+/// current dependencies, a free node on release. A transient still held at finish() is freed at the
+/// graph's end (counted in the report). If the session is destroyed or aborted before finish() — user
+/// code threw, or the capture was invalidated — it ends the capture, destroys the partial graph,
+/// restores the thread's capture mode and rolls back the persistent requests; the stream is usable
+/// and the branch can be captured again.
+///
+/// Thread-safety: a session belongs to the thread that captures; sessions on different streams and
+/// threads are independent.
+class capture_session final {
+ public:
+  /// @brief Begins capturing `stream` for (slot, branch); both names appear in every error.
+  /// @throws graphpool::error when the stream is already capturing or capture cannot begin.
+  capture_session(cudaStream_t stream, persistent_memory& persistent, std::string slot, std::string branch,
+                  capture_options options = {})
+      : stream_(stream), persistent_(persistent), options_(options) {
+    report_.slot = std::move(slot);
+    report_.branch = std::move(branch);
+    GRAPHPOOL_CUDA_TRY(cudaGetDevice(&device_), where());
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    GRAPHPOOL_CUDA_TRY(cudaStreamIsCapturing(stream_, &status), where());
+    if (status != cudaStreamCaptureStatusNone) {
+      throw error(where() + ": the stream is already capturing; end that capture first");
+    }
+    // Remember the thread's capture mode, so a failure inside the captured code cannot leave it changed.
+    thread_mode_ = cudaStreamCaptureModeRelaxed;
+    GRAPHPOOL_CUDA_TRY(cudaThreadExchangeStreamCaptureMode(&thread_mode_), where());
+    cudaStreamCaptureMode restore = thread_mode_;
+    GRAPHPOOL_CUDA_TRY(cudaThreadExchangeStreamCaptureMode(&restore), where());
+    if (options_.into != nullptr) {
+      GRAPHPOOL_CUDA_TRY(cudaStreamBeginCaptureToGraph(stream_, options_.into, nullptr, nullptr, 0, options_.mode),
+                         where());
+    } else {
+      GRAPHPOOL_CUDA_TRY(cudaStreamBeginCapture(stream_, options_.mode), where());
+    }
+    capturing_ = true;
+  }
+
+  capture_session(const capture_session&) = delete;
+  capture_session& operator=(const capture_session&) = delete;
+  capture_session(capture_session&&) = delete;
+  capture_session& operator=(capture_session&&) = delete;
+
+  /// @brief Aborts an unfinished capture (see abort()); never throws.
+  ~capture_session() { abort(); }
+
+  /// @brief A persistent request, served by the slot's persistent memory at a fixed address.
+  /// @throws graphpool::error naming the slot and branch when the persistent memory refuses it.
+  [[nodiscard]] void* allocate_persistent(std::size_t bytes, std::size_t alignment = default_alignment,
+                                          persistent_kind kind = persistent_kind::saved) {
+    require_capturing("allocate_persistent");
+    void* ptr = persistent_.allocate(*this, kind, bytes, alignment);
+    ++report_.persistent_requests;
+    report_.persistent_bytes += bytes;
+    return ptr;
+  }
+
+  /// @brief A transient request: a graph memory alloc node after the capture's current dependencies.
+  /// Work captured afterwards may use the memory until free_transient() (or the graph's end).
+  /// @throws graphpool::error naming the slot, branch and size when the node cannot be added.
+  [[nodiscard]] void* allocate_transient(std::size_t bytes, std::size_t alignment = default_alignment) {
+    require_capturing("allocate_transient");
+    detail::check_alignment(alignment, where() + ": transient request of " + std::to_string(bytes) + " bytes");
+    // Graph allocations are 256-byte aligned; a stricter alignment pads the request.
+    const std::size_t padded = alignment <= default_alignment ? bytes : bytes + alignment - default_alignment;
+    cudaMemAllocNodeParams params{};
+    params.poolProps.allocType = cudaMemAllocationTypePinned;
+    params.poolProps.location.type = cudaMemLocationTypeDevice;
+    params.poolProps.location.id = device_;
+    params.bytesize = padded == 0 ? 1 : padded;
+    cudaGraphNode_t node = nullptr;
+    const std::string what = where() + ": transient allocation of " + std::to_string(bytes) + " bytes";
+    with_dependencies(what, [&](cudaGraph_t graph, const cudaGraphNode_t* deps, std::size_t count) {
+      return cudaGraphAddMemAllocNode(&node, graph, deps, count, &params);
+    }, node);
+    const auto raw = reinterpret_cast<std::uintptr_t>(params.dptr);
+    void* aligned = reinterpret_cast<void*>(align_up(raw, alignment));
+    transients_.push_back({aligned, params.dptr});
+    ++report_.transient_allocations;
+    report_.transient_bytes += bytes;
+    return aligned;
+  }
+
+  /// @brief Releases a transient request: a free node after the capture's current dependencies.
+  /// @throws graphpool::error when `ptr` is not a live transient of this session.
+  void free_transient(void* ptr) {
+    require_capturing("free_transient");
+    for (std::size_t i = 0; i < transients_.size(); ++i) {
+      if (transients_[i].aligned != ptr) continue;
+      add_free_node(transients_[i].raw);
+      transients_.erase(transients_.begin() + static_cast<std::ptrdiff_t>(i));
+      return;
+    }
+    throw error(where() + ": free_transient of " + describe_pointer(ptr) + ", which is not a live transient of this capture");
+  }
+
+  /// @return true when `ptr` is a live transient of this session.
+  [[nodiscard]] bool owns_transient(const void* ptr) const noexcept {
+    for (const transient& t : transients_) {
+      if (t.aligned == ptr) return true;
+    }
+    return false;
+  }
+
+  /// @brief Frees held transients at the graph's end, ends the capture, instantiates (and uploads).
+  /// @throws graphpool::error naming the slot and branch; the session is then aborted (see abort()).
+  [[nodiscard]] graph_executable finish() {
+    require_capturing("finish");
+    try {
+      while (!transients_.empty()) {
+        add_free_node(transients_.back().raw);
+        transients_.pop_back();
+        ++report_.transients_freed_at_end;
+      }
+      cudaGraph_t graph = nullptr;
+      capturing_ = false;
+      const cudaError_t ended = cudaStreamEndCapture(stream_, &graph);
+      const bool owns_graph = options_.into == nullptr;
+      if (ended != cudaSuccess || graph == nullptr) {
+        if (graph != nullptr && owns_graph) GRAPHPOOL_CUDA_REPORT(cudaGraphDestroy(graph));
+        static_cast<void>(cudaGetLastError());
+        throw error(where() + ": the capture was invalidated (" + cudaGetErrorString(ended) +
+                        "), most likely by a call not permitted while capturing",
+                    static_cast<int>(ended));
+      }
+      cudaGraphExec_t exec = nullptr;
+      const cudaError_t instantiated = cudaGraphInstantiate(&exec, graph, 0);
+      if (instantiated != cudaSuccess) {
+        if (owns_graph) GRAPHPOOL_CUDA_REPORT(cudaGraphDestroy(graph));
+        static_cast<void>(cudaGetLastError());
+        throw error(where() + ": cudaGraphInstantiate failed with " + cudaGetErrorName(instantiated),
+                    static_cast<int>(instantiated));
+      }
+      graph_executable result(exec, graph, owns_graph);
+      if (options_.upload) {
+        GRAPHPOOL_CUDA_TRY(cudaGraphUpload(exec, options_.upload_stream != nullptr ? options_.upload_stream : stream_),
+                           where() + ": uploading the graph");
+      }
+      restore_thread_mode();
+      persistent_.commit();
+      finished_ = true;
+      return result;
+    } catch (...) {
+      abort();
+      throw;
+    }
+  }
+
+  /// @brief Ends an unfinished capture and undoes it: destroys the partial graph, restores the thread's
+  /// capture mode, rolls back the persistent requests and clears the CUDA error the failure left.
+  /// Never throws; does nothing after finish() or a previous abort().
+  void abort() noexcept {
+    if (finished_ || aborted_) return;
+    aborted_ = true;
+    restore_thread_mode();
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(stream_, &status) == cudaSuccess && status != cudaStreamCaptureStatusNone) {
+      cudaGraph_t graph = nullptr;
+      static_cast<void>(cudaStreamEndCapture(stream_, &graph));
+      if (graph != nullptr && options_.into == nullptr) static_cast<void>(cudaGraphDestroy(graph));
+    }
+    capturing_ = false;
+    transients_.clear();
+    persistent_.rollback();
+    static_cast<void>(cudaGetLastError());
+  }
+
+  /// @return what the capture did so far.
+  [[nodiscard]] const capture_report& report() const noexcept { return report_; }
+  [[nodiscard]] cudaStream_t stream() const noexcept { return stream_; }
+  [[nodiscard]] int device() const noexcept { return device_; }
+  /// @return "slot 'S' branch 'B'", for messages.
+  [[nodiscard]] std::string where() const { return "capture of slot '" + report_.slot + "' branch '" + report_.branch + "'"; }
+
+  /// @brief Runs `body(session)` inside a capture of (slot, branch) and returns the executable.
+  ///
+  /// If `body` throws or the capture fails, the session is aborted (everything restored) and a
+  /// graphpool::error naming the slot, the branch and the cause is thrown.
+  template <class Body>
+  [[nodiscard]] static graph_executable capture(cudaStream_t stream, persistent_memory& persistent, std::string slot,
+                                                std::string branch, Body&& body, capture_options options = {}) {
+    capture_session session(stream, persistent, std::move(slot), std::move(branch), options);
+    try {
+      body(session);
+    } catch (const error& e) {
+      session.abort();
+      throw error(session.where() + " failed: " + e.what() + "; the capture was rolled back", e.cuda_code());
+    } catch (const std::exception& e) {
+      session.abort();
+      throw error(session.where() + " failed: " + e.what() + "; the capture was rolled back");
+    }
+    return session.finish();
+  }
+
+ private:
+  struct transient {
+    void* aligned;
+    void* raw;
+  };
+
+  void require_capturing(const char* call) const {
+    if (!capturing_) {
+      throw error(where() + ": " + call + " after the capture " + (finished_ ? "finished" : "was aborted"));
+    }
+  }
+
+  void restore_thread_mode() noexcept {
+    cudaStreamCaptureMode mode = thread_mode_;
+    static_cast<void>(cudaThreadExchangeStreamCaptureMode(&mode));
+  }
+
+  // Adds a node after the capture's current dependencies, then makes it the only dependency.
+  template <class AddNode>
+  void with_dependencies(const std::string& what, AddNode&& add, cudaGraphNode_t& node) {
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    cudaGraph_t graph = nullptr;
+    const cudaGraphNode_t* deps = nullptr;
+    const cudaGraphEdgeData* edges = nullptr;
+    std::size_t count = 0;
+    GRAPHPOOL_CUDA_TRY(cudaStreamGetCaptureInfo(stream_, &status, nullptr, &graph, &deps, &edges, &count), what);
+    if (status != cudaStreamCaptureStatusActive) {
+      throw error(what + ": the capture is no longer active (status " + std::to_string(static_cast<int>(status)) +
+                  "); an earlier call inside the capture invalidated it");
+    }
+    GRAPHPOOL_CUDA_TRY(add(graph, deps, count), what);
+    GRAPHPOOL_CUDA_TRY(cudaStreamUpdateCaptureDependencies(stream_, &node, nullptr, 1, cudaStreamSetCaptureDependencies),
+                       what);
+  }
+
+  void add_free_node(void* raw) {
+    cudaGraphNode_t node = nullptr;
+    with_dependencies(where() + ": transient free", [&](cudaGraph_t graph, const cudaGraphNode_t* deps, std::size_t count) {
+      return cudaGraphAddMemFreeNode(&node, graph, deps, count, raw);
+    }, node);
+  }
+
+  [[nodiscard]] static std::string describe_pointer(const void* ptr) {
+    char text[32];
+    std::snprintf(text, sizeof(text), "%p", ptr);
+    return text;
+  }
+
+  cudaStream_t stream_;
+  persistent_memory& persistent_;
+  capture_options options_;
+  capture_report report_;
+  int device_ = 0;
+  cudaStreamCaptureMode thread_mode_ = cudaStreamCaptureModeGlobal;
+  bool capturing_ = false;
+  bool finished_ = false;
+  bool aborted_ = false;
+  std::vector<transient> transients_;
+};
+
+}  // namespace graphpool
