@@ -292,7 +292,9 @@ TEST_CASE("a throw inside the capture leaves a clean stream and arena", "[gpu][c
   CHECK(count_mismatches(saved, 16 * MiB, 77, s.stream) == 0);
 }
 
-TEST_CASE("an illegal call inside the capture is reported, and the stream captures again", "[gpu][capture][errors]") {
+// Tagged: compute-sanitizer reports the planted cudaMalloc failure as an API error.
+TEST_CASE("an illegal call inside the capture is reported, and the stream captures again",
+          "[gpu][capture][errors][planted-cuda-error]") {
   no_persistent none;
   stream_guard s;
   try {
@@ -457,4 +459,34 @@ TEST_CASE("upload on finish: the executable is ready before its first launch", "
   CHECK(graph_memory(cudaGraphMemAttrReservedMemCurrent) >= 64 * MiB);  // mapped by the upload
   graph.launch(s.stream);
   GRAPHPOOL_CUDA_TRY(cudaStreamSynchronize(s.stream), "sync");
+}
+
+TEST_CASE("capturing into a graph the caller hands in", "[gpu][capture]") {
+  cudaGraph_t graph = nullptr;
+  GRAPHPOOL_CUDA_TRY(cudaGraphCreate(&graph, 0), "graph");
+  no_persistent none;
+  stream_guard s;
+  device_counter mismatches;
+  mismatches.reset();
+  capture_options options;
+  options.into = graph;
+  {
+    graph_executable exec = capture_session::capture(
+        s.stream, none, "s", "b",
+        [&](capture_session& c) {
+          void* workspace = c.allocate_transient(3 * MiB);
+          fill_pattern(workspace, 3 * MiB, 8, c.stream());
+          add_mismatches(workspace, 3 * MiB, 8, mismatches.value, c.stream());
+          c.free_transient(workspace);
+        },
+        options);
+    CHECK(exec.graph() == graph);
+    std::size_t nodes = 0;
+    GRAPHPOOL_CUDA_TRY(cudaGraphGetNodes(graph, nullptr, &nodes), "nodes");
+    CHECK(nodes == 4);  // alloc, two kernels, free
+    exec.launch(s.stream);
+    GRAPHPOOL_CUDA_TRY(cudaStreamSynchronize(s.stream), "sync");
+    CHECK(mismatches.read() == 0);
+  }
+  GRAPHPOOL_CUDA_TRY(cudaGraphDestroy(graph), "the graph stays the caller's");
 }
