@@ -140,15 +140,17 @@ int main(int argc, char** argv) {
     no_persistent none;
     slot_guard guard_off(false);
     slot_guard guard_on(true);
+    graph_bank bank_none(nullptr);
     graph_bank bank_off(&guard_off);
     graph_bank bank_on(&guard_on);
     graph_executable raw = capture_session::capture(stream, none, "tiny", "raw", tiny);
-    for (graph_bank* bank : {&bank_off, &bank_on}) {
+    for (graph_bank* bank : {&bank_none, &bank_off, &bank_on}) {
       bank->add({0, 0, graph_phase::forward}, capture_session::capture(stream, none, "tiny", "f", tiny), {0, 1, 2});
       bank->add({0, 0, graph_phase::backward}, capture_session::capture(stream, none, "tiny", "b", tiny), {0, 1, 2});
     }
     constexpr int launches = 2000;
     std::vector<double> raw_ns;
+    std::vector<double> none_ns;
     std::vector<double> off_ns;
     std::vector<double> on_ns;
     const frame_label frame{0, 0, 0, "cp1"};
@@ -165,6 +167,10 @@ int main(int argc, char** argv) {
         GRAPHPOOL_CUDA_TRY(cudaGraphLaunch(raw.get(), stream), "raw");
         GRAPHPOOL_CUDA_TRY(cudaGraphLaunch(raw.get(), stream), "raw");
       }));
+      none_ns.push_back(time_launches([&] {
+        bank_none.launch({0, 0, graph_phase::forward}, stream, &frame);
+        bank_none.launch({0, 0, graph_phase::backward}, stream, &frame);
+      }));
       off_ns.push_back(time_launches([&] {
         bank_off.launch({0, 0, graph_phase::forward}, stream, &frame);
         bank_off.launch({0, 0, graph_phase::backward}, stream, &frame);
@@ -177,12 +183,15 @@ int main(int argc, char** argv) {
     GRAPHPOOL_CUDA_TRY(cudaFree(small), "small");
     std::printf("\nhost cost per launch (median of 15 runs of %d launches)\n", launches);
     std::printf("  %-48s %10.1f ns\n", "cudaGraphLaunch", median(raw_ns));
+    std::printf("  %-48s %10.1f ns (%+.1f)\n", "graph_bank::launch, no guard", median(none_ns),
+                median(none_ns) - median(raw_ns));
     std::printf("  %-48s %10.1f ns (%+.1f)\n", "graph_bank::launch, guard off", median(off_ns), median(off_ns) - median(raw_ns));
     std::printf("  %-48s %10.1f ns (%+.1f; target under 1000)\n", "graph_bank::launch, guard on (3 arenas)", median(on_ns),
                 median(on_ns) - median(raw_ns));
     std::snprintf(line, sizeof(line),
-                  "  \"launch_ns\": {\"cudaGraphLaunch\": %.1f, \"bank_guard_off\": %.1f, \"bank_guard_on\": %.1f},\n",
-                  median(raw_ns), median(off_ns), median(on_ns));
+                  "  \"launch_ns\": {\"cudaGraphLaunch\": %.1f, \"bank_no_guard\": %.1f, \"bank_guard_off\": %.1f, "
+                  "\"bank_guard_on\": %.1f},\n",
+                  median(raw_ns), median(none_ns), median(off_ns), median(on_ns));
     json += line;
 
     // 3. Device memory for N branches of different sizes: 32 MiB of outputs plus the branch's saved bytes.
