@@ -3,7 +3,7 @@
 /// @brief Everything graphpool offers, in one include.
 
 #include "graphpool/error.hpp"
-#include "graphpool/memory/alignment.hpp"
+#include "graphpool/alignment.hpp"
 #include "graphpool/memory/arena_allocator.hpp"
 #include "graphpool/memory/cuda_pool_resource.hpp"
 #include "graphpool/memory/host_resource.hpp"

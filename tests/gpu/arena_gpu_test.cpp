@@ -11,6 +11,7 @@
 #include "graphpool/detail/cuda_check.hpp"
 #include "graphpool/memory/arena_allocator.hpp"
 #include "graphpool/memory/cuda_pool_resource.hpp"
+#include "gpu_support.hpp"
 #include "kernels.hpp"
 
 using graphpool::arena_allocator;
@@ -20,6 +21,8 @@ using graphpool::cuda_pool_resource;
 using graphpool::part;
 using graphpool::slot_id;
 using graphpool::testing::contains_text;
+using graphpool::testing::device_free_bytes;
+using graphpool::testing::stream_guard;
 
 namespace {
 
@@ -28,19 +31,6 @@ constexpr std::size_t granularity = 2 * MiB;  // device allocation granularity
 // A pool grows by whole chunks: for allocations this large the H200 (driver 580) was measured to
 // reserve multiples of 32 MiB (100 MiB -> 128 MiB, 528 MiB -> 544 MiB).
 constexpr std::size_t pool_chunk = 32 * MiB;
-
-std::size_t device_free_bytes() {
-  std::size_t free_bytes = 0;
-  std::size_t total_bytes = 0;
-  GRAPHPOOL_CUDA_TRY(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
-  return free_bytes;
-}
-
-struct stream_guard {
-  stream_guard() { GRAPHPOOL_CUDA_TRY(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "test stream"); }
-  ~stream_guard() { GRAPHPOOL_CUDA_REPORT(cudaStreamDestroy(stream)); }
-  cudaStream_t stream = nullptr;
-};
 
 }  // namespace
 

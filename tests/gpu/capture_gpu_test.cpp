@@ -17,23 +17,20 @@
 #include "graphpool/memory/arena_allocator.hpp"
 #include "graphpool/memory/cuda_pool_resource.hpp"
 #include "graphpool/memory/shared_physical_resource.hpp"
+#include "gpu_support.hpp"
 #include "kernels.hpp"
 
 using namespace graphpool;
 using graphpool::testing::add_mismatches;
 using graphpool::testing::contains_text;
+using graphpool::testing::device_free_bytes;
+using graphpool::testing::stream_guard;
 using graphpool::testing::count_mismatches;
 using graphpool::testing::fill_pattern;
 
 namespace {
 
 constexpr std::size_t MiB = std::size_t{1} << 20;
-
-struct stream_guard {
-  stream_guard() { GRAPHPOOL_CUDA_TRY(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "test stream"); }
-  ~stream_guard() { GRAPHPOOL_CUDA_REPORT(cudaStreamDestroy(stream)); }
-  cudaStream_t stream = nullptr;
-};
 
 struct device_counter {
   device_counter() { GRAPHPOOL_CUDA_TRY(cudaMalloc(reinterpret_cast<void**>(&value), sizeof(*value)), "counter"); }
@@ -46,13 +43,6 @@ struct device_counter {
   }
   unsigned long long* value = nullptr;
 };
-
-std::size_t device_free_bytes() {
-  std::size_t free_bytes = 0;
-  std::size_t total = 0;
-  GRAPHPOOL_CUDA_TRY(cudaMemGetInfo(&free_bytes, &total), "cudaMemGetInfo");
-  return free_bytes;
-}
 
 std::size_t graph_memory(cudaGraphMemAttributeType which) {
   int device = 0;

@@ -189,6 +189,12 @@ TEST_CASE("bad planner input is rejected with what to change", "[planner][errors
   q.overrides = {{0, 0, "cp9", 1}};
   CHECK_THROWS_WITH(make_plan(q, assignment::offsets), contains_text("names branch 'cp9', which is not declared"));
   q = p;
+  q.branches[0].saved_per_layer = static_cast<std::size_t>(-1);
+  CHECK_THROWS_WITH(make_plan(q, assignment::offsets), contains_text("branch 'cp1' saved bytes of 18446744073709551615 bytes is more than"));
+  q = p;
+  q.overrides = {{0, 0, "cp1", std::size_t{1} << 41}};
+  CHECK_THROWS_WITH(make_plan(q, assignment::offsets), contains_text("override for branch 'cp1' of 2199023255552 bytes"));
+  q = p;
   q.alignment = 100;
   CHECK_THROWS_WITH(make_plan(q, assignment::offsets), contains_text("alignment 100 is not a power of two"));
 }

@@ -10,7 +10,7 @@
 
 #include "graphpool/capture/capture_session.hpp"
 #include "graphpool/error.hpp"
-#include "graphpool/memory/alignment.hpp"
+#include "graphpool/alignment.hpp"
 
 namespace graphpool {
 

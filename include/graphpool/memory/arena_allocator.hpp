@@ -14,7 +14,7 @@
 
 #include "graphpool/detail/format.hpp"
 #include "graphpool/error.hpp"
-#include "graphpool/memory/alignment.hpp"
+#include "graphpool/alignment.hpp"
 #include "graphpool/memory/layout.hpp"
 
 namespace graphpool {

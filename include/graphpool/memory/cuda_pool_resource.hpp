@@ -13,7 +13,7 @@
 
 #include "graphpool/detail/cuda_check.hpp"
 #include "graphpool/error.hpp"
-#include "graphpool/memory/alignment.hpp"
+#include "graphpool/alignment.hpp"
 
 namespace graphpool {
 

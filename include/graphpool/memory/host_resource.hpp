@@ -7,7 +7,7 @@
 #include <string>
 
 #include "graphpool/error.hpp"
-#include "graphpool/memory/alignment.hpp"
+#include "graphpool/alignment.hpp"
 
 namespace graphpool {
 

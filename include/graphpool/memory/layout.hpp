@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "graphpool/error.hpp"
-#include "graphpool/memory/alignment.hpp"
+#include "graphpool/alignment.hpp"
 
 namespace graphpool {
 
@@ -25,22 +25,6 @@ struct storage {
   [[nodiscard]] friend bool operator!=(const storage& a, const storage& b) noexcept { return !(a == b); }
 };
 
-namespace detail {
-
-/// @brief `a + b`, or a graphpool::error naming `what` when the sum does not fit in size_t.
-[[nodiscard]] inline std::size_t checked_add(std::size_t a, std::size_t b, const std::string& what) {
-  if (a > std::numeric_limits<std::size_t>::max() - b) {
-    throw error(what + ": size overflows size_t (" + std::to_string(a) + " + " + std::to_string(b) + " bytes)");
-  }
-  return a + b;
-}
-
-/// @brief `align_up(value, alignment)` with the overflow check of checked_add.
-[[nodiscard]] inline std::size_t checked_align_up(std::size_t value, std::size_t alignment, const std::string& what) {
-  return checked_add(value, alignment - 1, what) & ~(alignment - 1);
-}
-
-}  // namespace detail
 
 /// @brief A unit of placement: one storage, or a group of storages that must stay together
 /// (an MXFP8 tensor's data and its scales), laid out back to back, each at its own alignment.

@@ -24,7 +24,7 @@
 #include "graphpool/detail/cuda_check.hpp"
 #include "graphpool/detail/format.hpp"
 #include "graphpool/error.hpp"
-#include "graphpool/memory/alignment.hpp"
+#include "graphpool/alignment.hpp"
 
 namespace graphpool {
 

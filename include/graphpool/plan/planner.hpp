@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "graphpool/detail/format.hpp"
+#include "graphpool/alignment.hpp"
 #include "graphpool/error.hpp"
 #include "graphpool/plan/coloring.hpp"
 #include "graphpool/plan/conflict_graph.hpp"
@@ -37,6 +38,9 @@ struct saved_bytes_override {
   std::string branch;
   std::size_t saved = 0;
 };
+
+/// @brief The most bytes one frame (or returned gradient) may need: 1 TiB.
+inline constexpr std::size_t max_frame_bytes = std::size_t{1} << 40;
 
 /// @brief How frames are given memory.
 enum class assignment {
@@ -110,17 +114,9 @@ struct plan {
 
 namespace detail {
 
-[[nodiscard]] constexpr bool is_valid_power_of_two(std::size_t value) noexcept {
-  return value != 0 && (value & (value - 1)) == 0;
-}
-
-[[nodiscard]] inline std::size_t round_up(std::size_t value, std::size_t alignment) {
-  return (value + alignment - 1) / alignment * alignment;
-}
-
 inline void validate(const problem& p, int chunks) {
   if (p.branches.empty()) throw error("planner: no branch given; give at least one (name and saved bytes per layer)");
-  if (!is_valid_power_of_two(p.alignment)) {
+  if (!is_valid_alignment(p.alignment)) {
     throw error("planner: alignment " + std::to_string(p.alignment) + " is not a power of two");
   }
   if (p.layers_per_chunk.size() != 1 && p.layers_per_chunk.size() != static_cast<std::size_t>(chunks)) {
@@ -133,7 +129,18 @@ inline void validate(const problem& p, int chunks) {
                   " layers; a layer count cannot be negative");
     }
   }
+  // Sizes stay far from overflow: sums over every frame of every branch fit in 64 bits.
+  auto check_size = [](std::size_t bytes, const std::string& what) {
+    if (bytes > max_frame_bytes) {
+      throw error("planner: " + what + " of " + std::to_string(bytes) + " bytes is more than the " +
+                  std::to_string(max_frame_bytes) + " (1 TiB) one frame may hold");
+    }
+  };
+  for (const saved_bytes_override& o : p.overrides) check_size(o.saved, "override for branch '" + o.branch + "'");
+  check_size(p.alignment, "alignment");
   for (std::size_t b = 0; b < p.branches.size(); ++b) {
+    check_size(p.branches[b].saved_per_layer, "branch '" + p.branches[b].name + "' saved bytes");
+    check_size(p.branches[b].grad_per_slot, "branch '" + p.branches[b].name + "' gradient bytes");
     if (p.branches[b].name.empty()) throw error("planner: branch " + std::to_string(b) + " has no name");
     for (std::size_t o = 0; o < b; ++o) {
       if (p.branches[o].name == p.branches[b].name) {
@@ -268,8 +275,7 @@ inline void validate(const problem& p, int chunks) {
       std::size_t inside = 0;
       for (int l = 0; l < result.layers_per_chunk[static_cast<std::size_t>(c)]; ++l) {
         const auto& per_branch = saved[static_cast<std::size_t>(c)][static_cast<std::size_t>(l)];
-        const std::size_t bytes =
-            detail::round_up(*std::max_element(per_branch.begin(), per_branch.end()), p.alignment);
+        const std::size_t bytes = align_up(*std::max_element(per_branch.begin(), per_branch.end()), p.alignment);
         planned_frame f;
         f.chunk = c;
         f.slot = s;
@@ -281,7 +287,7 @@ inline void validate(const problem& p, int chunks) {
         frame_weights.push_back(bytes);
         if (s == 0) {
           for (std::size_t b = 0; b < p.branches.size(); ++b) {
-            result.saved.naive_bytes += detail::round_up(per_branch[b], p.alignment) * static_cast<std::size_t>(live.slots);
+            result.saved.naive_bytes += align_up(per_branch[b], p.alignment) * static_cast<std::size_t>(live.slots);
           }
         }
       }
@@ -351,13 +357,13 @@ inline void validate(const problem& p, int chunks) {
   // Returned input gradients: one per (chunk, slot) of a chunk with layers; their graph is the
   // grad conflicts among those groups only.
   std::size_t grad_bytes = 0;
-  for (const branch_sizes& b : p.branches) grad_bytes = std::max(grad_bytes, detail::round_up(b.grad_per_slot, p.alignment));
+  for (const branch_sizes& b : p.branches) grad_bytes = std::max(grad_bytes, align_up(b.grad_per_slot, p.alignment));
   std::vector<std::size_t> grad_groups;
   for (int c = 0; c < chunks; ++c) {
     if (result.layers_per_chunk[static_cast<std::size_t>(c)] == 0) continue;
     for (int s = 0; s < live.slots; ++s) grad_groups.push_back(live.group(c, s));
     for (const branch_sizes& b : p.branches) {
-      result.grad.naive_bytes += detail::round_up(b.grad_per_slot, p.alignment) * static_cast<std::size_t>(live.slots);
+      result.grad.naive_bytes += align_up(b.grad_per_slot, p.alignment) * static_cast<std::size_t>(live.slots);
     }
   }
   const conflict_graph grad_graph = live.grads.subgraph(grad_groups);

@@ -1,0 +1,29 @@
+#pragma once
+// Helpers shared by the GPU tests.
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+
+#include "graphpool/detail/cuda_check.hpp"
+
+namespace graphpool::testing {
+
+/// A non-blocking stream, destroyed with the object.
+struct stream_guard {
+  stream_guard() { GRAPHPOOL_CUDA_TRY(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "test stream"); }
+  ~stream_guard() { GRAPHPOOL_CUDA_REPORT(cudaStreamDestroy(stream)); }
+  stream_guard(const stream_guard&) = delete;
+  stream_guard& operator=(const stream_guard&) = delete;
+  cudaStream_t stream = nullptr;
+};
+
+/// The device's free memory (cudaMemGetInfo).
+inline std::size_t device_free_bytes() {
+  std::size_t free_bytes = 0;
+  std::size_t total_bytes = 0;
+  GRAPHPOOL_CUDA_TRY(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
+  return free_bytes;
+}
+
+}  // namespace graphpool::testing
