@@ -480,3 +480,46 @@ TEST_CASE("capturing into a graph the caller hands in", "[gpu][capture]") {
   }
   GRAPHPOOL_CUDA_TRY(cudaGraphDestroy(graph), "the graph stays the caller's");
 }
+
+// Tagged: compute-sanitizer reports the planted cuMemCreate failure as an API error.
+TEST_CASE("growing past the device's memory says how much was asked and how much the device had",
+          "[gpu][vmm][errors][planted-cuda-error]") {
+  shared_physical_resource vmm;
+  auto arena = vmm.make_arena(2, std::size_t{1} << 40);  // 1 TiB of address space per window
+  arena->ensure(4 * MiB);
+  try {
+    arena->ensure(std::size_t{600} << 30);  // 600 GiB: more than an H200 has
+    FAIL("mapping 600 GiB succeeded");
+  } catch (const error& e) {
+    CHECK_THAT(std::string(e.what()), contains_text("cannot create 599.99 GiB of physical memory"));
+    CHECK_THAT(std::string(e.what()), contains_text("the device has"));
+    CHECK(e.cuda_code() != 0);
+  }
+  CHECK(arena->physical_bytes() == 4 * MiB);  // nothing half-mapped; the arena still works
+  stream_guard s;
+  fill_pattern(arena->window(1), 4 * MiB, 6, s.stream);
+  CHECK(count_mismatches(arena->window(0), 4 * MiB, 6, s.stream) == 0);
+}
+
+TEST_CASE("global and relaxed capture modes capture too", "[gpu][capture]") {
+  no_persistent none;
+  stream_guard s;
+  for (cudaStreamCaptureMode mode : {cudaStreamCaptureModeGlobal, cudaStreamCaptureModeRelaxed}) {
+    capture_options options;
+    options.mode = mode;
+    device_counter mismatches;
+    mismatches.reset();
+    graph_executable graph = capture_session::capture(
+        s.stream, none, "s", "b",
+        [&](capture_session& c) {
+          void* workspace = c.allocate_transient(1 * MiB);
+          fill_pattern(workspace, 1 * MiB, 2, c.stream());
+          add_mismatches(workspace, 1 * MiB, 2, mismatches.value, c.stream());
+          c.free_transient(workspace);
+        },
+        options);
+    graph.launch(s.stream);
+    GRAPHPOOL_CUDA_TRY(cudaStreamSynchronize(s.stream), "sync");
+    CHECK(mismatches.read() == 0);
+  }
+}
