@@ -491,7 +491,7 @@ TEST_CASE("growing past the device's memory says how much was asked and how much
     arena->ensure(std::size_t{600} << 30);  // 600 GiB: more than an H200 has
     FAIL("mapping 600 GiB succeeded");
   } catch (const error& e) {
-    CHECK_THAT(std::string(e.what()), contains_text("cannot create 599.99 GiB of physical memory"));
+    CHECK_THAT(std::string(e.what()), contains_text("of physical memory to grow the arena from 4.00 MiB to 600.00 GiB"));
     CHECK_THAT(std::string(e.what()), contains_text("the device has"));
     CHECK(e.cuda_code() != 0);
   }
