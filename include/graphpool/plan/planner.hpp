@@ -337,7 +337,7 @@ inline void validate(const problem& p, int chunks) {
     for (std::size_t f = 0; f < n; ++f) {
       result.frames[f].offset += groups_placed.offsets[live.group(result.frames[f].chunk, result.frames[f].slot)];
     }
-    if (footprint > heaviest.weight && n != groups) {
+    if (footprint > heaviest.weight) {
       std::vector<std::size_t> frame_lifetimes(n);
       for (std::size_t f = 0; f < n; ++f) {
         frame_lifetimes[f] = live.alive_events[live.group(result.frames[f].chunk, result.frames[f].slot)];
