@@ -312,7 +312,8 @@ class capture_session final {
     static_cast<void>(cudaThreadExchangeStreamCaptureMode(&mode));
   }
 
-  // Adds a node after the capture's current dependencies, then makes it the only dependency.
+  // Adds a node after the capture's current dependencies, then makes it the only dependency. Memory
+  // nodes take plain (full) dependencies: edge data such as programmatic-launch ports is not carried over.
   template <class AddNode>
   void with_dependencies(const std::string& what, AddNode&& add, cudaGraphNode_t& node) {
     cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
