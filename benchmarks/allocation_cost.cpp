@@ -17,9 +17,12 @@
 #include <string>
 #include <vector>
 
+#include "bench_support.hpp"
 #include "graphpool/graphpool.hpp"
 
 namespace {
+
+using graphpool::bench::median;
 
 constexpr std::size_t MiB = std::size_t{1} << 20;
 constexpr std::size_t allocation_bytes = 1 * MiB;
@@ -33,12 +36,6 @@ struct measurement {
   std::vector<double> runs_ns;  // per operation, one value per run
   double median_ns = 0;
 };
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const std::size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
-}
 
 // Times `body(operations)` `runs` times after one warm-up; each run's figure is ns per operation.
 measurement measure(std::string name, std::string what, int operations, int runs,

@@ -18,9 +18,12 @@
 #include <string>
 #include <vector>
 
+#include "bench_support.hpp"
 #include "graphpool/graphpool.hpp"
 
 namespace {
+
+using graphpool::bench::median;
 
 constexpr std::size_t MiB = std::size_t{1} << 20;
 
@@ -28,22 +31,9 @@ __attribute__((noinline)) void enqueue_memset(void* ptr, std::size_t bytes, cuda
   GRAPHPOOL_CUDA_TRY(cudaMemsetAsync(ptr, 1, bytes, stream), "memset");
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 == 1 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-}
-
 double microseconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
 }
-
-class no_persistent final : public graphpool::persistent_memory {
- public:
-  void* allocate(graphpool::capture_session& s, graphpool::persistent_kind, std::size_t, std::size_t) override {
-    throw graphpool::error(s.where() + ": no persistent memory");
-  }
-  void rollback() noexcept override {}
-};
 
 }  // namespace
 
@@ -137,7 +127,7 @@ int main(int argc, char** argv) {
     void* small = nullptr;
     GRAPHPOOL_CUDA_TRY(cudaMalloc(&small, 4096), "small");
     auto tiny = [&](capture_session& c) { enqueue_memset(small, 4096, c.stream()); };
-    no_persistent none;
+    graphpool::no_persistent_memory none;
     slot_guard guard_off(false);
     slot_guard guard_on(true);
     graph_bank bank_none(nullptr);

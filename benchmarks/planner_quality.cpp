@@ -189,15 +189,7 @@ std::size_t equal_size_optimum(const problem& input, const plan& result) {
   for (const planned_frame& f : result.frames) {
     if (f.bytes != w) return 0;
   }
-  const liveness live = analyze(input.schedules, input.slots);
-  conflict_graph frames(result.frames.size());
-  for (std::size_t a = 0; a < result.frames.size(); ++a) {
-    for (std::size_t b = a + 1; b < result.frames.size(); ++b) {
-      const std::size_t ga = live.group(result.frames[a].chunk, result.frames[a].slot);
-      const std::size_t gb = live.group(result.frames[b].chunk, result.frames[b].slot);
-      if (ga == gb || live.saved.conflicts(ga, gb)) frames.add_conflict(a, b);
-    }
-  }
+  const conflict_graph frames = frame_conflicts(analyze(input.schedules, input.slots), result.frames);
   const std::size_t chi =
       exact_coloring(frames, result.saved.lower_bound_bytes / w, result.saved.footprint_bytes / w, 2'000'000).solve();
   return chi * w;

@@ -70,15 +70,6 @@ cudaStreamCaptureMode thread_capture_mode() {
   return mode;
 }
 
-// Persistent memory that refuses everything: for captures that only use transients.
-class no_persistent final : public persistent_memory {
- public:
-  void* allocate(capture_session& session, persistent_kind, std::size_t, std::size_t) override {
-    throw error(session.where() + ": no persistent memory here");
-  }
-  void rollback() noexcept override {}
-};
-
 }  // namespace
 
 TEST_CASE("windows over shared pages: written through one branch, read through another", "[gpu][vmm]") {
@@ -147,7 +138,7 @@ TEST_CASE("transients of four branches launched on one stream use the largest, n
   stream_guard first;
   stream_guard second;
   graph_bank bank;
-  no_persistent none;
+  no_persistent_memory none;
   device_counter mismatches;
   for (std::uint32_t b = 0; b < workspaces.size(); ++b) {
     bank.add({0, b, graph_phase::other},
@@ -285,7 +276,7 @@ TEST_CASE("a throw inside the capture leaves a clean stream and arena", "[gpu][c
 // Tagged: compute-sanitizer reports the planted cudaMalloc failure as an API error.
 TEST_CASE("an illegal call inside the capture is reported, and the stream captures again",
           "[gpu][capture][errors][planted-cuda-error]") {
-  no_persistent none;
+  no_persistent_memory none;
   stream_guard s;
   try {
     graph_executable broken = capture_session::capture(s.stream, none, "attn", "cp4", [&](capture_session& c) {
@@ -433,7 +424,7 @@ TEST_CASE("the C ABI routes transient and persistent requests", "[gpu][capture][
 TEST_CASE("upload on finish: the executable is ready before its first launch", "[gpu][capture]") {
   reset_graph_memory();
   REQUIRE(graph_memory(cudaGraphMemAttrReservedMemCurrent) < 64 * MiB);
-  no_persistent none;
+  no_persistent_memory none;
   stream_guard s;
   capture_options options;
   options.upload = true;
@@ -454,7 +445,7 @@ TEST_CASE("upload on finish: the executable is ready before its first launch", "
 TEST_CASE("capturing into a graph the caller hands in", "[gpu][capture]") {
   cudaGraph_t graph = nullptr;
   GRAPHPOOL_CUDA_TRY(cudaGraphCreate(&graph, 0), "graph");
-  no_persistent none;
+  no_persistent_memory none;
   stream_guard s;
   device_counter mismatches;
   mismatches.reset();
@@ -502,7 +493,7 @@ TEST_CASE("growing past the device's memory says how much was asked and how much
 }
 
 TEST_CASE("global and relaxed capture modes capture too", "[gpu][capture]") {
-  no_persistent none;
+  no_persistent_memory none;
   stream_guard s;
   for (cudaStreamCaptureMode mode : {cudaStreamCaptureModeGlobal, cudaStreamCaptureModeRelaxed}) {
     capture_options options;
@@ -522,4 +513,16 @@ TEST_CASE("global and relaxed capture modes capture too", "[gpu][capture]") {
     GRAPHPOOL_CUDA_TRY(cudaStreamSynchronize(s.stream), "sync");
     CHECK(mismatches.read() == 0);
   }
+}
+
+TEST_CASE("a transient-only capture refuses persistent requests, naming the slot and branch", "[gpu][capture][errors]") {
+  no_persistent_memory none;
+  stream_guard s;
+  CHECK_THROWS_WITH(capture_session::capture(s.stream, none, "s", "b",
+                                             [&](capture_session& c) { static_cast<void>(c.allocate_persistent(4096)); }),
+                    contains_text("capture of slot 's' branch 'b': persistent request of 4096 bytes, but this capture "
+                                  "has no persistent memory"));
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusActive;
+  GRAPHPOOL_CUDA_TRY(cudaStreamIsCapturing(s.stream, &status), "status");
+  CHECK(status == cudaStreamCaptureStatusNone);
 }

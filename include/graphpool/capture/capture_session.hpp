@@ -119,7 +119,7 @@ class capture_session final {
       : stream_(stream), persistent_(persistent), options_(options) {
     report_.slot = std::move(slot);
     report_.branch = std::move(branch);
-    GRAPHPOOL_CUDA_TRY(cudaGetDevice(&device_), where());
+    device_ = detail::current_device("capture_session");
     cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
     GRAPHPOOL_CUDA_TRY(cudaStreamIsCapturing(stream_, &status), where());
     if (status != cudaStreamCaptureStatusNone) {

@@ -77,9 +77,7 @@ struct graph_memory_report {
 class graph_bank final {
  public:
   /// @brief A bank on the current device, checking launches with `guard` when it is enabled.
-  explicit graph_bank(slot_guard* guard = nullptr) : guard_(guard) {
-    GRAPHPOOL_CUDA_TRY(cudaGetDevice(&device_), "graph_bank: querying the current device");
-  }
+  explicit graph_bank(slot_guard* guard = nullptr) : guard_(guard), device_(detail::current_device("graph_bank")) {}
 
   /// @brief Keeps `executable` under `key`; `arenas` are what its frame owns from forward to backward.
   /// @throws graphpool::error when the key is taken or the executable is empty.

@@ -17,6 +17,16 @@
 
 namespace graphpool {
 
+/// @brief For captures that use transient memory only: every persistent request is an error.
+class no_persistent_memory final : public persistent_memory {
+ public:
+  void* allocate(capture_session& session, persistent_kind, std::size_t bytes, std::size_t) override {
+    throw error(session.where() + ": persistent request of " + std::to_string(bytes) +
+                " bytes, but this capture has no persistent memory; give it the slot's arena");
+  }
+  void rollback() noexcept override {}
+};
+
 /// @brief A branch whose layout was declared on an arena_allocator: requests get its parts in order
 /// (the k-th output request output part k, the k-th saved request saved part k).
 template <class Upstream>

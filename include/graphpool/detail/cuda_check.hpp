@@ -54,3 +54,14 @@ namespace graphpool::detail {
                    cudaGetErrorName(graphpool_status_), __FILE__, __LINE__);                         \
     }                                                                                                \
   } while (false)
+
+namespace graphpool::detail {
+
+/// @return the calling thread's current device; `context` says who asks, for the error.
+[[nodiscard]] inline int current_device(const char* context) {
+  int device = 0;
+  GRAPHPOOL_CUDA_TRY(cudaGetDevice(&device), std::string(context) + ": querying the current device");
+  return device;
+}
+
+}  // namespace graphpool::detail

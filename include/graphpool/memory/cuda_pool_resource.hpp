@@ -37,7 +37,7 @@ class cuda_pool_resource final {
  public:
   /// @brief Creates and owns a pool on `device` (the current device when omitted).
   /// @throws graphpool::error if the device does not support memory pools or pool creation fails.
-  explicit cuda_pool_resource(int device = current_device()) : device_(device), owns_pool_(true) {
+  explicit cuda_pool_resource(int device = detail::current_device("cuda_pool_resource")) : device_(device), owns_pool_(true) {
     const std::string context = "cuda_pool_resource: creating a memory pool on device " + std::to_string(device);
     int supported = 0;
     GRAPHPOOL_CUDA_TRY(cudaDeviceGetAttribute(&supported, cudaDevAttrMemoryPoolsSupported, device), context);
@@ -185,12 +185,6 @@ class cuda_pool_resource final {
   }
 
  private:
-  [[nodiscard]] static int current_device() {
-    int device = 0;
-    GRAPHPOOL_CUDA_TRY(cudaGetDevice(&device), "cuda_pool_resource: querying the current device");
-    return device;
-  }
-
   [[nodiscard]] std::size_t attribute(cudaMemPoolAttr which) const {
     std::uint64_t value = 0;
     GRAPHPOOL_CUDA_TRY(cudaMemPoolGetAttribute(pool_, which, &value), "cuda_pool_resource: reading a pool attribute");

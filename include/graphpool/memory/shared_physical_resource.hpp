@@ -238,7 +238,7 @@ class shared_physical_resource final {
  public:
   /// @brief A resource on `device` (the current device when omitted).
   /// @throws graphpool::error without a driver that has virtual memory management.
-  explicit shared_physical_resource(int device = current_device()) : device_(device) {
+  explicit shared_physical_resource(int device = detail::current_device("shared_physical_resource")) : device_(device) {
     static_cast<void>(detail::vmm_driver::get());
   }
 
@@ -283,12 +283,6 @@ class shared_physical_resource final {
   [[nodiscard]] int device() const noexcept { return device_; }
 
  private:
-  [[nodiscard]] static int current_device() {
-    int device = 0;
-    GRAPHPOOL_CUDA_TRY(cudaGetDevice(&device), "shared_physical_resource: querying the current device");
-    return device;
-  }
-
   int device_;
   mutable std::mutex mutex_;
   std::map<void*, std::unique_ptr<shared_window_arena>> arenas_;

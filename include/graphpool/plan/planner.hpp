@@ -211,6 +211,20 @@ inline void validate(const problem& p, int chunks) {
 
 }  // namespace detail
 
+/// @return the conflicts between `frames` (vertex i is frames[i]): frames of one (chunk, slot) always
+/// conflict; frames of two (chunk, slot) groups when `live` says the groups do.
+[[nodiscard]] inline conflict_graph frame_conflicts(const liveness& live, const std::vector<planned_frame>& frames) {
+  conflict_graph graph(frames.size());
+  for (std::size_t a = 0; a < frames.size(); ++a) {
+    const std::size_t ga = live.group(frames[a].chunk, frames[a].slot);
+    for (std::size_t b = a + 1; b < frames.size(); ++b) {
+      const std::size_t gb = live.group(frames[b].chunk, frames[b].slot);
+      if (ga == gb || live.saved.conflicts(ga, gb)) graph.add_conflict(a, b);
+    }
+  }
+  return graph;
+}
+
 /// @brief Plans the frames of `p` with `mode`.
 /// @throws graphpool::error for bad input (naming the schedule, entry, chunk, layer or branch), and
 /// "slot period is shorter than the schedule's liveness" when `p.slots` is too small.
@@ -297,16 +311,8 @@ inline void validate(const problem& p, int chunks) {
   std::vector<std::size_t> group_weights(groups);
   for (std::size_t g = 0; g < groups; ++g) group_weights[g] = chunk_weight[g / static_cast<std::size_t>(live.slots)];
 
-  // The frame graph: frames of one group always conflict; frames of two groups when the groups do.
   const std::size_t n = result.frames.size();
-  conflict_graph frame_graph(n);
-  for (std::size_t a = 0; a < n; ++a) {
-    const std::size_t ga = live.group(result.frames[a].chunk, result.frames[a].slot);
-    for (std::size_t b = a + 1; b < n; ++b) {
-      const std::size_t gb = live.group(result.frames[b].chunk, result.frames[b].slot);
-      if (ga == gb || live.saved.conflicts(ga, gb)) frame_graph.add_conflict(a, b);
-    }
-  }
+  const conflict_graph frame_graph = frame_conflicts(live, result.frames);
 
   // Bounds: a clique of groups is a clique of all their frames, so the group graph gives the clique bound.
   const clique heaviest = max_weight_clique(live.saved, group_weights);
