@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <numeric>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "graphpool/detail/format.hpp"
@@ -96,6 +97,16 @@ struct plan_figures {
   }
 };
 
+/// @brief Which captured copy (slot) each microbatch of one schedule replays, per chunk.
+///
+/// Microbatches that share a slot of a chunk are never alive together in that schedule, so the frames
+/// of a slot can be captured once and replayed by each of them in turn.
+struct slot_map {
+  std::string schedule;                 ///< the schedule's name, for messages
+  int microbatches = 0;                 ///< how many microbatches the schedule runs
+  std::vector<std::vector<int>> slots;  ///< slots[chunk][microbatch]: the slot that microbatch replays
+};
+
 /// @brief The planner's answer.
 struct plan {
   assignment mode = assignment::offsets;
@@ -105,6 +116,7 @@ struct plan {
   std::vector<int> layers_per_chunk;
   std::vector<std::string> branches;
   std::vector<planned_frame> frames;  ///< chunk-major, then slot, then layer
+  std::vector<slot_map> slot_maps;    ///< one per schedule given, in order
   std::vector<std::size_t> arena_bytes;
   plan_figures saved;
   std::vector<planned_grad> grads;  ///< chunk-major, then slot; chunks without layers have none
@@ -243,6 +255,14 @@ inline void validate(const problem& p, int chunks) {
                                                                      : p.layers_per_chunk[static_cast<std::size_t>(c)]);
   }
   for (const branch_sizes& b : p.branches) result.branches.push_back(b.name);
+  for (const schedule& s : p.schedules) {
+    slot_map map{s.name(), s.microbatches(), {}};
+    for (int c = 0; c < chunks; ++c) {
+      std::vector<int>& slots = map.slots.emplace_back(static_cast<std::size_t>(s.microbatches()));
+      for (int m = 0; m < s.microbatches(); ++m) slots[static_cast<std::size_t>(m)] = m % live.slots;
+    }
+    result.slot_maps.push_back(std::move(map));
+  }
 
   std::size_t frame_count = 0;
   for (int layers : result.layers_per_chunk) frame_count += static_cast<std::size_t>(layers) * static_cast<std::size_t>(live.slots);
@@ -410,6 +430,19 @@ inline void validate(const problem& p, int chunks) {
   }
   result.grad.arenas = result.grad_arena_bytes.size();
   return result;
+}
+
+/// @return the slot map of `p` for a schedule of `microbatches` microbatches (the first one planned).
+/// @throws graphpool::error naming the counts the plan was made for when none matches.
+[[nodiscard]] inline const slot_map& find_slot_map(const plan& p, int microbatches) {
+  for (const slot_map& map : p.slot_maps) {
+    if (map.microbatches == microbatches) return map;
+  }
+  std::string planned;
+  for (const slot_map& map : p.slot_maps) planned += (planned.empty() ? "" : ", ") + std::to_string(map.microbatches);
+  throw error("no slot map for a schedule of " + std::to_string(microbatches) +
+              " microbatch(es): the plan was made for " + (planned.empty() ? std::string("none") : planned) +
+              "; plan with every schedule you replay");
 }
 
 }  // namespace graphpool::plan
