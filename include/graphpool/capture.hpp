@@ -7,3 +7,4 @@
 #include "graphpool/capture/graph_bank.hpp"
 #include "graphpool/capture/persistent_memory.hpp"
 #include "graphpool/capture/slot_guard.hpp"
+#include "graphpool/capture/variant_graphs.hpp"

@@ -4,6 +4,7 @@
 
 #include "graphpool/error.hpp"
 #include "graphpool/alignment.hpp"
+#include "graphpool/ids.hpp"
 #include "graphpool/memory/arena_allocator.hpp"
 #include "graphpool/memory/cuda_pool_resource.hpp"
 #include "graphpool/memory/host_resource.hpp"

@@ -5,6 +5,7 @@
 #include "graphpool/plan/coloring.hpp"
 #include "graphpool/plan/conflict_graph.hpp"
 #include "graphpool/plan/liveness.hpp"
+#include "graphpool/plan/load.hpp"
 #include "graphpool/plan/placement.hpp"
 #include "graphpool/plan/planner.hpp"
 #include "graphpool/plan/report.hpp"

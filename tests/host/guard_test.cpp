@@ -1,104 +1,65 @@
-// The slot guard's state machine, alone and replaying planner orders.
+// The slot guard's state machine on its own (variant_graphs_test.cpp drives it through real launches).
 
-#include <deque>
 #include <string>
-#include <vector>
 
 #include "catch.hpp"
 #include "graphpool/capture/slot_guard.hpp"
-#include "graphpool/plan/planner.hpp"
 
-using graphpool::frame_label;
-using graphpool::slot_guard;
+using namespace graphpool;
 using graphpool::testing::contains_text;
-using namespace graphpool::plan;
 
 namespace {
-
-// Replays `order` against `guard` as a graph bank would: each forward of (chunk, microbatch) claims
-// the arenas of its frames under `frames_plan`; each backward releases them.
-void replay(slot_guard& guard, const plan& frames_plan, const schedule& order, const std::string& branch) {
-  std::vector<std::deque<int>> pending(static_cast<std::size_t>(frames_plan.chunks));
-  std::vector<int> next(static_cast<std::size_t>(frames_plan.chunks), 0);
-  for (const event& e : order.events()) {
-    const int microbatch = e.microbatch;
-    const int slot = microbatch % frames_plan.slots;
-    for (const planned_frame& f : frames_plan.frames) {
-      if (f.chunk != e.chunk || f.slot != slot) continue;
-      const frame_label label{e.chunk, microbatch, f.layer, branch};
-      if (e.kind == phase::forward) {
-        guard.claim({f.arena}, label);
-      } else {
-        guard.release({f.arena}, label);
-      }
-    }
-  }
+frame_label label(std::uint32_t chunk, int microbatch, std::uint32_t layer, std::uint32_t branch) {
+  return frame_label{chunk_id{chunk}, microbatch, layer_id{layer}, branch_id{branch}};
 }
-
 }  // namespace
 
-TEST_CASE("the guard lets a frame reclaim its own arenas and refuses another frame", "[guard]") {
+TEST_CASE("the guard refuses overlapping bytes of another live frame and lets disjoint ones through", "[guard]") {
+  slot_guard guard(true, {"cp1", "cp2"});
+  const frame_label a = label(0, 0, 0, 0);
+  const frame_label b = label(0, 2, 0, 0);
+  guard.claim(a, {arena_id{0}, 0, 100});
+  guard.claim(a, {arena_id{0}, 0, 100});  // the same frame again (a re-launch of its forward) changes nothing
+  CHECK(guard.live() == 1);
+  guard.claim(b, {arena_id{0}, 100, 50});  // touching, not overlapping
+  guard.claim(label(0, 3, 0, 0), {arena_id{1}, 0, 100});  // another arena
+  CHECK_THROWS_WITH(guard.claim(label(1, 5, 1, 1), {arena_id{0}, 99, 2}),
+                    contains_text("slot guard: the forward of chunk 1 microbatch 5 layer 1 (branch cp2) would overwrite "
+                                  "arena 0 bytes [99, 101), which overlaps arena 0 bytes [0, 100) still held by chunk 0 "
+                                  "microbatch 0 layer 0 (branch cp1)"));
+  CHECK_NOTHROW(guard.check_claim(label(1, 5, 1, 1), {arena_id{0}, 150, 10}));
+  CHECK(guard.live() == 3);  // nothing was claimed by the refused forward
+  CHECK_NOTHROW(guard.claim(label(1, 5, 1, 1), {arena_id{0}, 0, 0}));  // zero bytes overlap nothing
+}
+
+TEST_CASE("the guard tells frames apart by chunk, microbatch, layer and branch", "[guard]") {
   slot_guard guard(true);
-  const frame_label a{0, 0, 0, "cp1"};
-  const frame_label b{0, 2, 0, "cp1"};
-  guard.claim({3, 4}, a);
-  guard.claim({3}, a);  // the same frame again (a re-launch of its forward) is fine
-  CHECK(guard.owned() == 2);
-  CHECK_THROWS_WITH(guard.claim({5, 4}, b),
-                    contains_text("the launch of chunk 0 microbatch 2 layer 0 (branch cp1) would reuse arena 4, still "
-                                  "owned by chunk 0 microbatch 0 layer 0 (branch cp1)"));
-  CHECK(guard.owned() == 2);  // all or nothing: arena 5 was not taken
-  CHECK_THROWS_WITH(guard.release({3}, b), contains_text("releases arena 3, which chunk 0 microbatch 0 layer 0 (branch cp1) owns"));
-  CHECK_THROWS_WITH(guard.release({9}, a), contains_text("releases arena 9, which no frame owns"));
-  guard.release({3, 4}, a);
-  CHECK(guard.owned() == 0);
-  guard.claim({4}, b);
-  guard.reset();
-  CHECK(guard.owned() == 0);
-}
-
-TEST_CASE("a disabled guard checks nothing", "[guard]") {
-  slot_guard guard(false);
-  CHECK_FALSE(guard.enabled());
-  guard.claim({1}, {0, 0, 0, "a"});
-  guard.claim({1}, {0, 1, 0, "b"});
-  guard.release({7}, {0, 0, 0, "a"});
-  CHECK(guard.owned() == 0);
-}
-
-TEST_CASE("every valid schedule passes the guard under the planner's arenas", "[guard][planner]") {
-  for (int rank = 0; rank < 4; ++rank) {
-    problem p;
-    for (int m = 4; m <= 32; m += 4) p.schedules.push_back(schedule::interleaved(4, rank, m, 2, 4));
-    p.layers_per_chunk = {2};
-    p.branches = {{"cp1", 1 << 20, 0}, {"cp2", 1 << 19, 0}};
-    const plan arenas = make_plan(p, assignment::coloring);
-    for (const schedule& s : p.schedules) {
-      slot_guard guard(true);
-      INFO(s.name());
-      CHECK_NOTHROW(replay(guard, arenas, s, "cp1"));
-      CHECK(guard.owned() == 0);
-      CHECK_NOTHROW(replay(guard, arenas, s, "cp2"));  // another branch, after the first finished
-    }
+  guard.claim(label(0, 0, 0, 0), {arena_id{0}, 0, 8});
+  for (const frame_label& other : {label(1, 0, 0, 0), label(0, 1, 0, 0), label(0, 0, 1, 0), label(0, 0, 0, 1)}) {
+    CHECK_THROWS_WITH(guard.check_release(other), contains_text("has no live forward"));
+    CHECK_THROWS_WITH(guard.check_claim(other, {arena_id{0}, 4, 8}), contains_text("would overwrite arena 0"));
   }
+  CHECK_THROWS_WITH(guard.release(label(0, 0, 1, 0)),
+                    contains_text("slot guard: the backward of chunk 0 microbatch 0 layer 1 (branch 0) has no live forward"));
+  guard.release(label(0, 0, 0, 0));
+  CHECK(guard.live() == 0);
+  CHECK_THROWS_WITH(guard.release(label(0, 0, 0, 0)), contains_text("or its backward already did"));
 }
 
-TEST_CASE("the guard catches a planted violation: a schedule the plan was not made for", "[guard][planner]") {
-  problem p;
-  p.schedules = {schedule::one_f_one_b(4, 0, 2)};  // 2 slots suffice for M = 2
-  p.layers_per_chunk = {1};
-  p.branches = {{"cp1", 1 << 20, 0}};
-  const plan arenas = make_plan(p, assignment::coloring);
-  REQUIRE(arenas.slots == 2);
+TEST_CASE("unclaim and reset forget frames; a disabled guard checks nothing", "[guard]") {
   slot_guard guard(true);
-  // M = 8 keeps 4 microbatches in flight: microbatch 2 wraps onto slot 0 while microbatch 0 lives.
-  CHECK_THROWS_WITH(replay(guard, arenas, schedule::one_f_one_b(4, 0, 8), "cp1"),
-                    contains_text("the launch of chunk 0 microbatch 2 layer 0 (branch cp1) would reuse arena"));
-}
+  guard.claim(label(0, 0, 0, 0), {arena_id{0}, 0, 8});
+  guard.claim(label(0, 1, 0, 0), {arena_id{0}, 8, 8});
+  guard.unclaim(label(0, 0, 0, 0));
+  guard.unclaim(label(0, 7, 0, 0));  // not live: nothing happens
+  CHECK(guard.live() == 1);
+  guard.reset();
+  CHECK(guard.live() == 0);
 
-TEST_CASE("the guard catches another branch reusing a live frame's arena", "[guard]") {
-  slot_guard guard(true);
-  guard.claim({0}, {1, 5, 0, "cp1"});
-  CHECK_THROWS_WITH(guard.claim({0}, {1, 5, 0, "cp2"}),
-                    contains_text("(branch cp2) would reuse arena 0, still owned by chunk 1 microbatch 5 layer 0 (branch cp1)"));
+  slot_guard off(false);
+  CHECK_FALSE(off.enabled());
+  off.claim(label(0, 0, 0, 0), {arena_id{0}, 0, 8});
+  off.claim(label(0, 1, 0, 0), {arena_id{0}, 0, 8});
+  off.release(label(0, 9, 0, 0));
+  CHECK(off.live() == 0);
 }

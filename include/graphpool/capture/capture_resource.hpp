@@ -6,9 +6,11 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <string>
 #include <vector>
 
 #include "graphpool/capture/capture_session.hpp"
+#include "graphpool/detail/format.hpp"
 #include "graphpool/error.hpp"
 #include "graphpool/alignment.hpp"
 
@@ -19,8 +21,11 @@ namespace graphpool {
 ///
 /// `allocate(stream, bytes, alignment)` returns transient memory (an alloc node; `deallocate` adds the
 /// free node) unless a persistent_scope of this resource is alive, in which case the request is
-/// persistent (the slot's arena; `deallocate` of it does nothing: the arena owns it). The stream must be
-/// the session's capture stream. Thread-safety: like its session, it belongs to the capturing thread.
+/// persistent (the slot's arena; `deallocate` of it does nothing: the arena owns it). A zero-byte
+/// request returns nullptr and `deallocate(nullptr)` does nothing; deallocating any other pointer
+/// that is neither a live transient nor persistent memory of the session (a double free, a foreign
+/// pointer) is an error naming it. The stream must be the session's capture stream.
+/// Thread-safety: like its session, it belongs to the capturing thread.
 template <class Session>
 class basic_capture_resource final {
  public:
@@ -58,9 +63,18 @@ class basic_capture_resource final {
   }
 
   /// @brief Releases a transient (a free node); persistent memory stays with its arena.
-  void deallocate(cudaStream_t stream, void* ptr, std::size_t /*bytes*/, std::size_t /*alignment*/ = default_alignment) {
+  /// @throws graphpool::error naming `ptr` when it is neither a live transient nor persistent memory
+  /// of the session (a double free or a foreign pointer).
+  void deallocate(cudaStream_t stream, void* ptr, std::size_t bytes, std::size_t /*alignment*/ = default_alignment) {
     check_stream(stream, "deallocate");
-    if (session_.owns_transient(ptr)) session_.free_transient(ptr);
+    if (ptr == nullptr) return;
+    if (session_.owns_transient(ptr)) {
+      session_.free_transient(ptr);
+    } else if (!session_.owns_persistent(ptr)) {
+      throw error(session_.where() + ": deallocate of " + detail::describe_pointer(ptr) + " (" + std::to_string(bytes) +
+                  " bytes), which is neither a live transient nor persistent memory of this capture: a double "
+                  "free, or a pointer this resource did not hand out");
+    }
   }
 
   /// @brief allocate() on the session's stream.

@@ -7,11 +7,13 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "graphpool/detail/cuda_check.hpp"
+#include "graphpool/detail/format.hpp"
 #include "graphpool/error.hpp"
 #include "graphpool/alignment.hpp"
 
@@ -147,22 +149,27 @@ class capture_session final {
   /// @brief Aborts an unfinished capture (see abort()); never throws.
   ~capture_session() { abort(); }
 
-  /// @brief A persistent request, served by the slot's persistent memory at a fixed address.
+  /// @brief A persistent request, served by the slot's persistent memory at a fixed address. A
+  /// zero-byte request returns nullptr and reaches no memory (graphpool's one rule for zero bytes).
   /// @throws graphpool::error naming the slot and branch when the persistent memory refuses it.
   [[nodiscard]] void* allocate_persistent(std::size_t bytes, std::size_t alignment = default_alignment,
                                           persistent_kind kind = persistent_kind::saved) {
     require_capturing("allocate_persistent");
+    if (bytes == 0) return nullptr;
     void* ptr = persistent_.allocate(*this, kind, bytes, alignment);
+    persistent_ranges_.push_back({static_cast<const std::byte*>(ptr), bytes});
     ++report_.persistent_requests;
     report_.persistent_bytes += bytes;
     return ptr;
   }
 
   /// @brief A transient request: a graph memory alloc node after the capture's current dependencies.
-  /// Work captured afterwards may use the memory until free_transient() (or the graph's end).
+  /// Work captured afterwards may use the memory until free_transient() (or the graph's end). A
+  /// zero-byte request returns nullptr and adds no node.
   /// @throws graphpool::error naming the slot, branch and size when the node cannot be added.
   [[nodiscard]] void* allocate_transient(std::size_t bytes, std::size_t alignment = default_alignment) {
     require_capturing("allocate_transient");
+    if (bytes == 0) return nullptr;
     detail::check_alignment(alignment, where() + ": transient request of " + std::to_string(bytes) + " bytes");
     // Graph allocations are 256-byte aligned; a stricter alignment pads the request.
     const std::size_t padded = alignment <= default_alignment ? bytes : bytes + alignment - default_alignment;
@@ -170,7 +177,7 @@ class capture_session final {
     params.poolProps.allocType = cudaMemAllocationTypePinned;
     params.poolProps.location.type = cudaMemLocationTypeDevice;
     params.poolProps.location.id = device_;
-    params.bytesize = padded == 0 ? 1 : padded;
+    params.bytesize = padded;
     cudaGraphNode_t node = nullptr;
     const std::string what = where() + ": transient allocation of " + std::to_string(bytes) + " bytes";
     with_dependencies(what, [&](cudaGraph_t graph, const cudaGraphNode_t* deps, std::size_t count) {
@@ -185,22 +192,34 @@ class capture_session final {
   }
 
   /// @brief Releases a transient request: a free node after the capture's current dependencies.
-  /// @throws graphpool::error when `ptr` is not a live transient of this session.
+  /// nullptr (what a zero-byte request returned) is accepted and does nothing.
+  /// @throws graphpool::error when `ptr` is not a live transient of this session (a double free or a
+  /// foreign pointer).
   void free_transient(void* ptr) {
     require_capturing("free_transient");
+    if (ptr == nullptr) return;
     for (std::size_t i = 0; i < transients_.size(); ++i) {
       if (transients_[i].aligned != ptr) continue;
       add_free_node(transients_[i].raw);
       transients_.erase(transients_.begin() + static_cast<std::ptrdiff_t>(i));
       return;
     }
-    throw error(where() + ": free_transient of " + describe_pointer(ptr) + ", which is not a live transient of this capture");
+    throw error(where() + ": free_transient of " + detail::describe_pointer(ptr) + ", which is not a live transient of this capture");
   }
 
   /// @return true when `ptr` is a live transient of this session.
   [[nodiscard]] bool owns_transient(const void* ptr) const noexcept {
     for (const transient& t : transients_) {
       if (t.aligned == ptr) return true;
+    }
+    return false;
+  }
+
+  /// @return true when `ptr` lies inside persistent memory this capture was given.
+  [[nodiscard]] bool owns_persistent(const void* ptr) const noexcept {
+    const auto* p = static_cast<const std::byte*>(ptr);
+    for (const persistent_range& r : persistent_ranges_) {
+      if (p >= r.begin && p < r.begin + r.bytes) return true;
     }
     return false;
   }
@@ -264,6 +283,7 @@ class capture_session final {
     }
     capturing_ = false;
     transients_.clear();
+    persistent_ranges_.clear();
     persistent_.rollback();
     static_cast<void>(cudaGetLastError());
   }
@@ -299,6 +319,10 @@ class capture_session final {
   struct transient {
     void* aligned;
     void* raw;
+  };
+  struct persistent_range {
+    const std::byte* begin;
+    std::size_t bytes;
   };
 
   void require_capturing(const char* call) const {
@@ -338,12 +362,6 @@ class capture_session final {
     }, node);
   }
 
-  [[nodiscard]] static std::string describe_pointer(const void* ptr) {
-    char text[32];
-    std::snprintf(text, sizeof(text), "%p", ptr);
-    return text;
-  }
-
   cudaStream_t stream_;
   persistent_memory& persistent_;
   capture_options options_;
@@ -354,6 +372,7 @@ class capture_session final {
   bool finished_ = false;
   bool aborted_ = false;
   std::vector<transient> transients_;
+  std::vector<persistent_range> persistent_ranges_;
 };
 
 }  // namespace graphpool

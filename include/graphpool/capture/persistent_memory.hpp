@@ -55,6 +55,40 @@ struct recorded_request {
   std::size_t alignment = default_alignment;
 };
 
+namespace detail {
+
+/// @brief Throws unless request `index` (kind, bytes, alignment) repeats `expected[index]` exactly;
+/// `where` names the capture.
+inline void check_replayed_request(const std::string& where, std::size_t index,
+                                   const std::vector<recorded_request>& expected, persistent_kind kind,
+                                   std::size_t bytes, std::size_t alignment) {
+  auto describe = [](persistent_kind k, std::size_t b, std::size_t a) {
+    return std::string(k == persistent_kind::output ? "output" : "saved") + " " + std::to_string(b) + " B @" +
+           std::to_string(a);
+  };
+  if (index >= expected.size()) {
+    throw error(where + ": persistent request " + std::to_string(index) + " (" + describe(kind, bytes, alignment) +
+                ") differs from the measurement, which made only " + std::to_string(expected.size()) +
+                " request(s); the captured code must make the same requests");
+  }
+  const recorded_request& e = expected[index];
+  if (e.kind != kind || e.bytes != bytes || e.alignment != alignment) {
+    throw error(where + ": persistent request " + std::to_string(index) + " (" + describe(kind, bytes, alignment) +
+                ") differs from the measurement (" + describe(e.kind, e.bytes, e.alignment) +
+                "); the captured code must make the same requests");
+  }
+}
+
+/// @brief Throws unless a capture made as many persistent requests as its measurement.
+inline void check_replayed_count(const std::string& who, std::size_t made, std::size_t measured) {
+  if (made != measured) {
+    throw error(who + " made " + std::to_string(made) + " persistent request(s), its measurement " +
+                std::to_string(measured) + "; the captured code must make the same requests");
+  }
+}
+
+}  // namespace detail
+
 /// @brief The first pass of measure-then-capture: records a branch's persistent requests while a
 /// throw-away capture runs, serving them from transient graph memory (valid inside that graph,
 /// which is discarded). layout() then declares the branch on an arena_allocator.
@@ -105,21 +139,7 @@ class replaying_branch final : public persistent_memory {
       : expected_(measurement.requests()), declared_(arenas, slot, branch) {}
 
   void* allocate(capture_session& session, persistent_kind kind, std::size_t bytes, std::size_t alignment) override {
-    const char* kinds[] = {"output", "saved"};
-    auto describe = [&](persistent_kind k, std::size_t b, std::size_t a) {
-      return std::string(kinds[static_cast<int>(k)]) + " " + std::to_string(b) + " B @" + std::to_string(a);
-    };
-    if (next_ >= expected_.size()) {
-      throw error(session.where() + ": persistent request " + std::to_string(next_) + " (" +
-                  describe(kind, bytes, alignment) + ") differs from the measurement, which made only " +
-                  std::to_string(expected_.size()) + " request(s); the captured code must make the same requests");
-    }
-    const recorded_request& e = expected_[next_];
-    if (e.kind != kind || e.bytes != bytes || e.alignment != alignment) {
-      throw error(session.where() + ": persistent request " + std::to_string(next_) + " (" +
-                  describe(kind, bytes, alignment) + ") differs from the measurement (" +
-                  describe(e.kind, e.bytes, e.alignment) + "); the captured code must make the same requests");
-    }
+    detail::check_replayed_request(session.where(), next_, expected_, kind, bytes, alignment);
     ++next_;
     return declared_.allocate(session, kind, bytes, alignment);
   }
@@ -128,10 +148,7 @@ class replaying_branch final : public persistent_memory {
     declared_.rollback();
   }
   void commit() override {
-    if (next_ != expected_.size()) {
-      throw error("the real capture made " + std::to_string(next_) + " persistent request(s), its measurement " +
-                  std::to_string(expected_.size()) + "; the captured code must make the same requests");
-    }
+    detail::check_replayed_count("the real capture", next_, expected_.size());
     next_ = 0;
     declared_.commit();
   }

@@ -1,39 +1,49 @@
 #pragma once
 /// @file slot_guard.hpp
-/// @brief The guard: an optional runtime check that no launch reuses an arena another live frame owns.
+/// @brief The guard: an optional runtime check that no launch reuses memory a live frame still holds.
 ///
-/// Each arena has an owner. The forward launch of a frame claims the arenas of its saved tensors and
-/// outputs; the matching backward releases them. A forward that would claim an arena owned by another
-/// live frame — another branch, or another microbatch after a slot wrap — fails before it is enqueued,
-/// naming both frames and the arena. The state machine needs no GPU (no CUDA header).
+/// The forward launch of a frame claims the bytes its saved tensors and outputs occupy (an arena and
+/// a range inside it); the matching backward releases them. A forward whose bytes overlap another
+/// live frame's — another branch, or another microbatch after a slot wrap — and a backward whose
+/// forward never ran are refused before anything is enqueued, naming both frames. Ranges are arena
+/// offsets, not addresses, so branches that see one physical arena through different address
+/// windows still collide. The state machine needs no GPU (no CUDA header).
 
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <string>
-#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "graphpool/error.hpp"
+#include "graphpool/ids.hpp"
 
 namespace graphpool {
 
 /// @brief Which frame a launch belongs to: (chunk, microbatch, layer) of one branch.
 struct frame_label {
-  int chunk = 0;
+  chunk_id chunk;
   int microbatch = 0;
-  int layer = 0;
-  std::string branch;
+  layer_id layer;
+  branch_id branch;
 
   [[nodiscard]] friend bool operator==(const frame_label& a, const frame_label& b) noexcept {
     return a.chunk == b.chunk && a.microbatch == b.microbatch && a.layer == b.layer && a.branch == b.branch;
   }
+  [[nodiscard]] friend bool operator!=(const frame_label& a, const frame_label& b) noexcept { return !(a == b); }
+};
 
-  /// @return "chunk 1 microbatch 9 layer 0 (branch cp2)".
-  [[nodiscard]] std::string describe() const {
-    return "chunk " + std::to_string(chunk) + " microbatch " + std::to_string(microbatch) + " layer " +
-           std::to_string(layer) + " (branch " + branch + ")";
+/// @brief Bytes [offset, offset + bytes) of one arena.
+struct memory_range {
+  arena_id arena;
+  std::size_t offset = 0;
+  std::size_t bytes = 0;
+
+  [[nodiscard]] bool overlaps(const memory_range& other) const noexcept {
+    return arena == other.arena && bytes > 0 && other.bytes > 0 && offset < other.offset + other.bytes &&
+           other.offset < offset + bytes;
   }
 };
 
@@ -43,67 +53,126 @@ struct frame_label {
   return value != nullptr && std::strcmp(value, "1") == 0;
 }
 
-/// @brief Owners of arenas, checked on every claim.
+/// @brief The live frames and the bytes each holds, checked on every forward and backward.
 ///
-/// Thread-safety: every member may be called from several threads at once (one mutex; the guard is a
-/// debugging aid, and a disabled guard takes no lock: its calls return at once).
+/// Use: check_claim() then claim() around a forward's enqueue (or claim() alone: it checks too),
+/// check_release() before a backward's enqueue and release() after it; unclaim() undoes a claim
+/// whose launch failed. Thread-safety: every member may be called from several threads at once (one
+/// mutex; the guard is a debugging aid, and a disabled guard takes no lock: its calls return at once).
 class slot_guard final {
  public:
-  /// @brief A guard that checks when `enabled` (by default: when GRAPHPOOL_SLOT_DEBUG=1).
-  explicit slot_guard(bool enabled = slot_debug_requested()) noexcept : enabled_(enabled) {}
+  /// @brief A guard that checks when `enabled` (by default: when GRAPHPOOL_SLOT_DEBUG=1);
+  /// `branch_names[b]` names branch b in messages.
+  explicit slot_guard(bool enabled = slot_debug_requested(), std::vector<std::string> branch_names = {})
+      : enabled_(enabled), branch_names_(std::move(branch_names)) {}
 
   [[nodiscard]] bool enabled() const noexcept { return enabled_; }
 
-  /// @brief `frame` takes `arenas` (a forward launch). All or nothing.
-  /// @throws graphpool::error naming both frames and the arena when another live frame owns one of them.
-  void claim(const std::vector<std::size_t>& arenas, const frame_label& frame) {
+  /// @brief Refuses a forward of `frame` over `range` when another live frame holds overlapping bytes.
+  /// @throws graphpool::error naming both frames, the arena and both ranges.
+  void check_claim(const frame_label& frame, const memory_range& range) const {
     if (!enabled_) return;
     std::lock_guard<std::mutex> lock(mutex_);
-    for (std::size_t arena : arenas) {
-      const auto found = owners_.find(arena);
-      if (found != owners_.end() && !(found->second == frame)) {
-        throw error("slot guard: the launch of " + frame.describe() + " would reuse arena " + std::to_string(arena) +
-                    ", still owned by " + found->second.describe() +
-                    " whose backward has not run; the arena assignment is too small for this schedule "
-                    "(plan with every schedule you replay)");
-      }
-    }
-    for (std::size_t arena : arenas) owners_[arena] = frame;
+    check_claim_locked(frame, range);
   }
 
-  /// @brief `frame` gives `arenas` back (its backward launch). All or nothing.
-  /// @throws graphpool::error when an arena is not owned by `frame` (a backward without its forward).
-  void release(const std::vector<std::size_t>& arenas, const frame_label& frame) {
+  /// @brief `frame` takes `range` (its forward is being enqueued). Claiming a frame that is already
+  /// live with the same range does nothing (a re-launch of its forward).
+  /// @throws graphpool::error as check_claim(); nothing is claimed then.
+  void claim(const frame_label& frame, const memory_range& range) {
     if (!enabled_) return;
     std::lock_guard<std::mutex> lock(mutex_);
-    for (std::size_t arena : arenas) {
-      const auto found = owners_.find(arena);
-      if (found == owners_.end() || !(found->second == frame)) {
-        throw error("slot guard: the backward of " + frame.describe() + " releases arena " + std::to_string(arena) +
-                    (found == owners_.end() ? std::string(", which no frame owns")
-                                            : ", which " + found->second.describe() + " owns") +
-                    "; run each backward after its own forward");
+    check_claim_locked(frame, range);
+    for (const live_frame& l : live_) {
+      if (l.frame == frame) return;
+    }
+    live_.push_back({frame, range});
+  }
+
+  /// @brief Refuses a backward of `frame` whose forward is not live.
+  /// @throws graphpool::error naming the frame, and what is live at its bytes when something is.
+  void check_release(const frame_label& frame) const {
+    if (!enabled_) return;
+    std::lock_guard<std::mutex> lock(mutex_);
+    static_cast<void>(live_index(frame));
+  }
+
+  /// @brief `frame` gives its bytes back (its backward was enqueued).
+  /// @throws graphpool::error as check_release().
+  void release(const frame_label& frame) {
+    if (!enabled_) return;
+    std::lock_guard<std::mutex> lock(mutex_);
+    live_.erase(live_.begin() + static_cast<std::ptrdiff_t>(live_index(frame)));
+  }
+
+  /// @brief Forgets `frame`'s claim without checks (its forward's launch failed); never throws.
+  void unclaim(const frame_label& frame) noexcept {
+    if (!enabled_) return;
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (std::size_t i = 0; i < live_.size(); ++i) {
+      if (live_[i].frame == frame) {
+        live_.erase(live_.begin() + static_cast<std::ptrdiff_t>(i));
+        return;
       }
     }
-    for (std::size_t arena : arenas) owners_.erase(arena);
   }
 
-  /// @return how many arenas are owned now.
-  [[nodiscard]] std::size_t owned() const {
+  /// @return how many frames are live now.
+  [[nodiscard]] std::size_t live() const {
     std::lock_guard<std::mutex> lock(mutex_);
-    return owners_.size();
+    return live_.size();
   }
 
-  /// @brief Forgets every owner (after an aborted step).
+  /// @brief Forgets every live frame (after an aborted step).
   void reset() {
     std::lock_guard<std::mutex> lock(mutex_);
-    owners_.clear();
+    live_.clear();
+  }
+
+  /// @return "chunk 1 microbatch 9 layer 0 (branch cp2)".
+  [[nodiscard]] std::string describe(const frame_label& frame) const {
+    const std::string branch = frame.branch.index < branch_names_.size() ? branch_names_[frame.branch.index]
+                                                                          : std::to_string(frame.branch.index);
+    return "chunk " + std::to_string(frame.chunk.index) + " microbatch " + std::to_string(frame.microbatch) +
+           " layer " + std::to_string(frame.layer.index) + " (branch " + branch + ")";
   }
 
  private:
+  struct live_frame {
+    frame_label frame;
+    memory_range range;
+  };
+
+  // The index of `frame` among the live frames; throws when its forward is not live.
+  [[nodiscard]] std::size_t live_index(const frame_label& frame) const {
+    for (std::size_t i = 0; i < live_.size(); ++i) {
+      if (live_[i].frame == frame) return i;
+    }
+    throw error("slot guard: the backward of " + describe(frame) +
+                " has no live forward: it never ran, or its backward already did; run each backward once, "
+                "after its own forward");
+  }
+
+  void check_claim_locked(const frame_label& frame, const memory_range& range) const {
+    for (const live_frame& l : live_) {
+      if (l.frame != frame && l.range.overlaps(range)) {
+        throw error("slot guard: the forward of " + describe(frame) + " would overwrite " + describe_range(range) +
+                    ", which overlaps " + describe_range(l.range) + " still held by " + describe(l.frame) +
+                    " whose backward has not run; the plan does not fit this order (plan with every schedule "
+                    "you replay, and launch each microbatch through its slot map)");
+      }
+    }
+  }
+
+  [[nodiscard]] static std::string describe_range(const memory_range& range) {
+    return "arena " + std::to_string(range.arena.index) + " bytes [" + std::to_string(range.offset) + ", " +
+           std::to_string(range.offset + range.bytes) + ")";
+  }
+
   bool enabled_;
+  std::vector<std::string> branch_names_;
   mutable std::mutex mutex_;
-  std::unordered_map<std::size_t, frame_label> owners_;
+  std::vector<live_frame> live_;
 };
 
 }  // namespace graphpool

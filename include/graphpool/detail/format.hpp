@@ -1,6 +1,6 @@
 #pragma once
 /// @file format.hpp
-/// @brief Human-readable byte counts for messages and summaries (no CUDA header).
+/// @brief Human-readable byte counts and pointers for messages and summaries (no CUDA header).
 
 #include <cstddef>
 #include <cstdio>
@@ -23,6 +23,13 @@ namespace graphpool::detail {
   } else {
     std::snprintf(text, sizeof(text), "%.2f %s", value, units[unit]);
   }
+  return text;
+}
+
+/// @return `ptr` as the C library prints it ("0x7f0000001000"), for messages that name a pointer.
+[[nodiscard]] inline std::string describe_pointer(const void* ptr) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%p", ptr);
   return text;
 }
 

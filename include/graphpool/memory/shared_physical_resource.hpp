@@ -86,6 +86,8 @@ struct vmm_driver {
 /// @brief One arena seen through several address windows that map the same physical chunks.
 ///
 /// Window i starts at `window(i)`; bytes written through one window are read through every other.
+/// Windows are separated by at least one unmapped granule, so a write past the end of a window faults
+/// instead of landing, silently, at the start of the next window (the same physical memory).
 /// `ensure(bytes)` creates physical chunks and maps them into every window until `bytes` are backed;
 /// it may be called during a stream capture (the driver allows it; measured on an H200). Nothing is
 /// ever unmapped before destruction, so addresses handed out stay valid.
@@ -103,9 +105,10 @@ class shared_window_arena final {
     granularity_ = granularity;
     const std::size_t window_alignment = std::max(granularity_, alignment);
     capacity_ = align_up(std::max<std::size_t>(capacity, 1), window_alignment);
+    stride_ = capacity_ + window_alignment;  // the gap: never mapped
     CUdeviceptr base = 0;
-    check(driver_.address_reserve(&base, capacity_ * windows_, window_alignment, 0, 0),
-          "reserving " + detail::format_bytes(capacity_ * windows_) + " of address space (cuMemAddressReserve)");
+    check(driver_.address_reserve(&base, stride_ * windows_, window_alignment, 0, 0),
+          "reserving " + detail::format_bytes(stride_ * windows_) + " of address space (cuMemAddressReserve)");
     base_ = base;
   }
 
@@ -120,7 +123,7 @@ class shared_window_arena final {
       for (const chunk& c : chunks_) report(driver_.unmap(address(w, c.offset), c.bytes), "cuMemUnmap");
     }
     for (const chunk& c : chunks_) report(driver_.mem_release(c.handle), "cuMemRelease");
-    report(driver_.address_free(base_, capacity_ * windows_), "cuMemAddressFree");
+    report(driver_.address_free(base_, stride_ * windows_), "cuMemAddressFree");
   }
 
   /// @brief Backs at least `bytes` of every window with physical memory (rounded up to the granularity).
@@ -202,7 +205,7 @@ class shared_window_arena final {
   }
 
   [[nodiscard]] CUdeviceptr address(std::size_t window, std::size_t offset) const noexcept {
-    return base_ + static_cast<CUdeviceptr>(window * capacity_ + offset);
+    return base_ + static_cast<CUdeviceptr>(window * stride_ + offset);
   }
 
   void check(CUresult status, const std::string& what) const {
@@ -222,6 +225,7 @@ class shared_window_arena final {
   std::size_t windows_;
   std::size_t granularity_ = 0;
   std::size_t capacity_ = 0;
+  std::size_t stride_ = 0;  // from one window's start to the next: the capacity and an unmapped gap
   CUdeviceptr base_ = 0;
   mutable std::mutex mutex_;
   std::vector<chunk> chunks_;
@@ -271,6 +275,10 @@ class shared_physical_resource final {
       arenas_.erase(found);
     }
   }
+
+  /// @return device memory this resource holds: the physical bytes of its arenas (what
+  /// arena_allocator's statistics read as the upstream's counter).
+  [[nodiscard]] std::size_t reserved_bytes() const { return physical_bytes(); }
 
   /// @return physical bytes held by the arenas from allocate_windows.
   [[nodiscard]] std::size_t physical_bytes() const {

@@ -1,0 +1,411 @@
+#pragma once
+/// @file variant_graphs.hpp
+/// @brief One path from plan to replay: measure each branch's requests, plan which frames share
+/// memory, reserve it, capture every (chunk, slot, layer, branch) once, and launch by microbatch.
+///
+/// ```cpp
+/// graphpool::cuda_pool_resource pool;
+/// graphpool::variant_graphs graphs(pool, {"cp1", "cp2", "cp4", "cp8"});  // one layer, four variants
+/// graphs.capture(stream, forward_body, backward_body);                   // measure, plan, reserve, capture
+/// graphs.forward(0, graphs.branch("cp4"), stream);                       // microbatch 0 runs cp4
+/// graphs.backward(0, graphs.branch("cp4"), stream);
+/// ```
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <functional>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "graphpool/capture/capture_session.hpp"
+#include "graphpool/capture/frame_capture.hpp"
+#include "graphpool/capture/frame_memory.hpp"
+#include "graphpool/capture/graph_bank.hpp"
+#include "graphpool/capture/persistent_memory.hpp"
+#include "graphpool/capture/slot_guard.hpp"
+#include "graphpool/capture/variant_plan.hpp"
+#include "graphpool/error.hpp"
+#include "graphpool/ids.hpp"
+#include "graphpool/memory/arena_allocator.hpp"
+#include "graphpool/plan/planner.hpp"
+#include "graphpool/plan/report.hpp"
+
+namespace graphpool {
+
+/// @brief How variant_graphs plans, guards and captures.
+struct variant_options {
+  plan::assignment mode = plan::assignment::offsets;  ///< offsets (one reservation) or coloring (an arena per color)
+  bool guard = slot_debug_requested();                ///< check every launch (on with GRAPHPOOL_SLOT_DEBUG=1)
+  capture_options capture;                            ///< stream capture mode, upload after instantiation
+};
+
+/// @brief Variant graphs of a model's layers sharing one planned footprint.
+///
+/// The flow, in order: measure() runs every branch's forward and backward once in a throw-away
+/// capture and records its persistent requests; make_plan() (or use_plan() with a plan made offline
+/// by `graphpool-plan --json`) decides every frame's memory; reserve() takes it from the upstream;
+/// capture() captures every (chunk, slot, layer, branch) forward and backward once at the planned
+/// addresses. capture(stream, forward, backward) does all five. Then forward()/backward() launch a
+/// microbatch's graph: its slot comes from the plan's slot map for the schedule of the step
+/// (begin_step()), never from the caller.
+///
+/// The guard (variant_options::guard, on with GRAPHPOOL_SLOT_DEBUG=1) refuses, before anything is
+/// enqueued, a forward whose frame overlaps memory a live frame holds and a backward whose forward
+/// is not live; a forward whose launch fails gives its claim back.
+///
+/// `Session` is capture_session; the host tests use a stand-in with the same members.
+/// Thread-safety: set-up (measure to capture) runs on one thread; launches go on one stream from one
+/// thread at a time (graph memory is shared only among graphs launched on one stream).
+template <class Upstream, class Session = capture_session>
+class variant_graphs final {
+ public:
+  using frame = basic_frame_capture<Session>;      ///< what a body gets
+  using body = std::function<void(frame&)>;       ///< the code of one layer's forward or backward
+  using executable = decltype(std::declval<Session&>().finish());
+
+  /// @brief One chunk of one layer, one microbatch in flight, `branches` as its variants.
+  variant_graphs(Upstream& upstream, std::vector<std::string> branches, variant_options options = {})
+      : variant_graphs(upstream, variant_model{std::move(branches), {1}, {}}, options) {}
+
+  /// @brief `model`'s branches, chunks, layers and the schedules it will replay.
+  /// @throws graphpool::error for a model with no branch, an empty or repeated branch name, or
+  /// schedules that disagree with the layer counts.
+  variant_graphs(Upstream& upstream, variant_model model, variant_options options = {})
+      : one_in_flight_(model.schedules.empty()), model_(detail::checked_model(std::move(model))), options_(options),
+        upstream_(upstream), guard_(options.guard, model_.branches) {
+    measurement_.assign(model_.layers_per_chunk.size(), {});
+    for (std::size_t c = 0; c < measurement_.size(); ++c) {
+      measurement_[c].assign(static_cast<std::size_t>(model_.layers_per_chunk[c]),
+                             std::vector<detail::measured_layer>(model_.branches.size()));
+    }
+  }
+
+  variant_graphs(const variant_graphs&) = delete;
+  variant_graphs& operator=(const variant_graphs&) = delete;
+
+  /// @return the branch called `name`. @throws graphpool::error naming the branches there are.
+  [[nodiscard]] branch_id branch(const std::string& name) const { return detail::find_branch(model_, name); }
+
+  /// @brief Runs every branch's forward (layers in order) then backward (layers in reverse) of each
+  /// chunk once in a throw-away capture on `stream`, recording each layer's persistent requests.
+  /// The bodies are kept for capture(). @throws graphpool::error naming the chunk, branch and cause.
+  void measure(cudaStream_t stream, body forward, body backward) {
+    forward_ = std::move(forward);
+    backward_ = std::move(backward);
+    for (auto& chunk : measurement_) {
+      for (auto& layer : chunk) {
+        for (detail::measured_layer& m : layer) m = {};
+      }
+    }
+    measured_ = false;
+    for (std::uint32_t c = 0; c < measurement_.size(); ++c) {
+      for (std::uint32_t b = 0; b < model_.branches.size(); ++b) {
+        std::vector<detail::measured_layer*> layers;
+        for (auto& per_branch : measurement_[c]) layers.push_back(&per_branch[b]);
+        run_capture(stream, "chunk " + std::to_string(c) + " (measuring)", branch_id{b}, [&](Session& session) {
+          detail::measuring_memory<Session> memory(session, layers);
+          for (std::uint32_t l = 0; l < layers.size(); ++l) {
+            run_body(forward_, session, memory, graph_phase::forward, chunk_id{c}, slot_id{0}, layer_id{l}, branch_id{b}, true);
+          }
+          for (std::uint32_t l = static_cast<std::uint32_t>(layers.size()); l-- > 0;) {
+            run_body(backward_, session, memory, graph_phase::backward, chunk_id{c}, slot_id{0}, layer_id{l}, branch_id{b}, true);
+          }
+        });
+      }
+    }
+    measured_ = true;
+  }
+
+  /// @brief Plans the measured sizes over the model's schedules, in process.
+  /// @throws graphpool::error before measure(), or what the planner throws.
+  const plan::plan& make_plan() {
+    require(measured_, "make_plan", "call measure() first");
+    plan::plan planned = plan::make_plan(detail::planning_problem(model_, measurement_), options_.mode);
+    use_plan(std::move(planned));
+    return plan_.value();
+  }
+
+  /// @brief Uses a plan made elsewhere (e.g. plan::from_json of `graphpool-plan --json`), checked
+  /// against the measurement: every frame must hold what each branch requests.
+  /// @throws graphpool::error before measure(), or naming the frame and branch that do not fit.
+  void use_plan(plan::plan planned) {
+    require(measured_, "use_plan", "call measure() first");
+    require(!reserved(), "use_plan", "call release() first to change the plan");
+    detail::check_plan(planned, model_, measurement_);
+    arenas_.reset();  // a new plan, new declarations
+    plan_ = std::move(planned);
+    first_frame_ = detail::first_frames(plan_.value());
+    map_ = plan_->slot_maps.size() == 1 ? &plan_->slot_maps.front() : nullptr;
+  }
+
+  /// @brief Takes the plan's memory from the upstream in one request: the saved-tensor frames at their
+  /// planned arenas and offsets, and the returned gradients.
+  /// @throws graphpool::error without a plan, or when the upstream fails (nothing is held then).
+  void reserve() {
+    require(plan_.has_value(), "reserve", "call make_plan() or use_plan() first");
+    if (!arenas_.has_value()) {
+      arenas_.emplace(upstream_);
+      try {
+        detail::declare_plan(*arenas_, plan_.value(), model_, measurement_);
+      } catch (...) {
+        arenas_.reset();
+        throw;
+      }
+    }
+    arenas_->reserve();
+  }
+
+  /// @brief Captures every (chunk, slot, layer, branch) forward and backward once, at the planned addresses.
+  /// @throws graphpool::error before reserve(), naming the frame, branch and cause when a body throws,
+  /// the capture is invalidated or a request differs from the measurement; nothing stays captured then.
+  void capture(cudaStream_t stream) {
+    require(reserved(), "capture", "call reserve() first");
+    const plan::plan& p = plan_.value();
+    std::vector<executable> captured(p.frames.size() * model_.branches.size() * 2);
+    for (std::uint32_t c = 0; c < static_cast<std::uint32_t>(p.chunks); ++c) {
+      const auto layers = static_cast<std::uint32_t>(p.layers_per_chunk[c]);
+      for (std::uint32_t s = 0; s < static_cast<std::uint32_t>(p.slots) && layers > 0; ++s) {
+        for (std::uint32_t b = 0; b < model_.branches.size(); ++b) {
+          detail::replaying_memory memory = detail::frame_memories(*arenas_, p, model_, measurement_, chunk_id{c},
+                                                                   slot_id{s}, branch_id{b});
+          auto one = [&](graph_phase phase, std::uint32_t l) {
+            const std::size_t frame = first_frame_[c] + s * layers + l;
+            const std::string name = detail::describe_frame(p.frames[frame]) + " " + to_string(phase);
+            captured[slot_of(frame, branch_id{b}, phase)] = run_capture(stream, name, branch_id{b}, [&](Session& session) {
+              try {
+                run_body(phase == graph_phase::forward ? forward_ : backward_, session, memory, phase, chunk_id{c},
+                         slot_id{s}, layer_id{l}, branch_id{b}, false);
+                memory.finish(layer_id{l}, phase == graph_phase::backward);
+              } catch (...) {
+                memory.rollback();
+                throw;
+              }
+            });
+          };
+          for (std::uint32_t l = 0; l < layers; ++l) one(graph_phase::forward, l);
+          for (std::uint32_t l = layers; l-- > 0;) one(graph_phase::backward, l);
+        }
+      }
+    }
+    executables_ = std::move(captured);
+  }
+
+  /// @brief measure(), make_plan() (unless a plan was given with use_plan()), reserve(), capture().
+  void capture(cudaStream_t stream, body forward, body backward) {
+    std::optional<plan::plan> given = reserved() ? std::nullopt : std::move(plan_);
+    measure(stream, std::move(forward), std::move(backward));
+    if (!reserved()) {
+      if (given.has_value()) {
+        use_plan(std::move(*given));
+      } else {
+        make_plan();
+      }
+      reserve();
+    }
+    capture(stream);
+  }
+
+  /// @brief Starts a step of `microbatches` microbatches: launches use that schedule's slot map.
+  /// @throws graphpool::error when the plan has no schedule of that many microbatches.
+  void begin_step(int microbatches) {
+    require(plan_.has_value(), "begin_step", "plan first (capture(), or make_plan())");
+    map_ = &plan::find_slot_map(plan_.value(), microbatches);
+  }
+
+  /// @brief Launches the forward of `layer` of `chunk` for `microbatch` in `branch` on `stream`.
+  /// @throws graphpool::error (before anything is enqueued) for an unknown chunk, layer, branch or a
+  /// microbatch beyond the step's schedule, a guard violation, or a failed launch.
+  void forward(chunk_id chunk, int microbatch, layer_id layer, branch_id branch, cudaStream_t stream) {
+    launch(graph_phase::forward, chunk, microbatch, layer, branch, stream);
+  }
+  /// @brief Launches the backward of `layer` of `chunk` for `microbatch` in `branch`. @throws as forward().
+  void backward(chunk_id chunk, int microbatch, layer_id layer, branch_id branch, cudaStream_t stream) {
+    launch(graph_phase::backward, chunk, microbatch, layer, branch, stream);
+  }
+  /// @brief The forwards of every layer of `chunk`, in order.
+  void forward(chunk_id chunk, int microbatch, branch_id branch, cudaStream_t stream) {
+    for (std::uint32_t l = 0; l < layers(chunk); ++l) forward(chunk, microbatch, layer_id{l}, branch, stream);
+  }
+  /// @brief The backwards of every layer of `chunk`, last layer first.
+  void backward(chunk_id chunk, int microbatch, branch_id branch, cudaStream_t stream) {
+    for (std::uint32_t l = layers(chunk); l-- > 0;) backward(chunk, microbatch, layer_id{l}, branch, stream);
+  }
+  /// @brief Every layer's forward of the first chunk (a model of one chunk).
+  void forward(int microbatch, branch_id branch, cudaStream_t stream) { forward(chunk_id{0}, microbatch, branch, stream); }
+  /// @brief Every layer's backward of the first chunk (a model of one chunk).
+  void backward(int microbatch, branch_id branch, cudaStream_t stream) { backward(chunk_id{0}, microbatch, branch, stream); }
+
+  /// @return the slot `microbatch` of `chunk` replays in this step.
+  /// @throws graphpool::error as forward().
+  [[nodiscard]] slot_id slot(chunk_id chunk, int microbatch) const {
+    if (map_ == nullptr) no_map();
+    if (chunk.index >= map_->slots.size()) bad_chunk(chunk);
+    if (one_in_flight_ && microbatch >= 0) return slot_id{0};  // no schedule: every microbatch, one at a time
+    const std::vector<int>& slots = map_->slots[chunk.index];
+    if (microbatch < 0 || static_cast<std::size_t>(microbatch) >= slots.size()) bad_microbatch(microbatch);
+    return slot_id{static_cast<std::uint32_t>(slots[static_cast<std::size_t>(microbatch)])};
+  }
+
+  [[nodiscard]] const plan::plan& plan() const {
+    require(plan_.has_value(), "plan", "call make_plan() or use_plan() first");
+    return plan_.value();
+  }
+  [[nodiscard]] const variant_model& model() const noexcept { return model_; }
+  /// @return the reservation's figures (empty before reserve()).
+  [[nodiscard]] arena_allocator_statistics statistics() const {
+    return arenas_.has_value() ? arenas_->statistics() : arena_allocator_statistics{};
+  }
+  /// @return true between reserve() and release().
+  [[nodiscard]] bool reserved() const noexcept { return arenas_.has_value() && arenas_->reserved(); }
+  [[nodiscard]] slot_guard& guard() noexcept { return guard_; }
+  /// @return the arenas (views of any frame's memory: frame i's parts are slot 2i, its gradients 2i+1).
+  /// @throws graphpool::error before reserve().
+  [[nodiscard]] const arena_allocator<Upstream>& arenas() const {
+    require(arenas_.has_value(), "arenas", "call reserve() first");
+    return *arenas_;
+  }
+  /// @return how many graphs capture() made (2 x frames x branches).
+  [[nodiscard]] std::size_t graphs() const noexcept { return executables_.size(); }
+
+  /// @return the device's graph memory counters and this object's launches.
+  [[nodiscard]] graph_memory_report report() const {
+    graph_memory_report r = read_graph_memory(detail::current_device("variant_graphs::report"), "variant_graphs::report");
+    streams_.describe(r, launches_);
+    return r;
+  }
+
+  /// @return the plan's figures and the reservation, printable.
+  [[nodiscard]] std::string summary() const {
+    std::string text = plan_.has_value() ? plan::summary_table(plan_.value()) : std::string("no plan yet\n");
+    return text + statistics().summary();
+  }
+
+  /// @brief Returns the memory to the upstream and drops the graphs; a new plan may follow.
+  void release() noexcept {
+    executables_.clear();
+    if (arenas_.has_value()) arenas_->release();
+    guard_.reset();
+  }
+
+ private:
+  [[nodiscard]] std::uint32_t layers(chunk_id chunk) const {
+    if (chunk.index >= model_.layers_per_chunk.size()) bad_chunk(chunk);
+    return static_cast<std::uint32_t>(model_.layers_per_chunk[chunk.index]);
+  }
+
+  [[nodiscard]] std::size_t slot_of(std::size_t frame, branch_id branch, graph_phase phase) const noexcept {
+    return (frame * model_.branches.size() + branch.index) * 2 + (phase == graph_phase::backward ? 1 : 0);
+  }
+
+  void launch(graph_phase phase, chunk_id chunk, int microbatch, layer_id layer, branch_id branch, cudaStream_t stream) {
+    const slot_id copy = slot(chunk, microbatch);
+    const std::uint32_t layer_count = layers(chunk);
+    if (layer.index >= layer_count) bad_layer(chunk, layer);
+    if (branch.index >= model_.branches.size()) bad_branch(branch);
+    if (executables_.empty()) require(false, to_string(phase), "call capture() first");
+    const std::size_t frame = first_frame_[chunk.index] + copy.index * layer_count + layer.index;
+    const executable& graph = executables_[slot_of(frame, branch, phase)];
+    if (guard_.enabled()) {
+      guarded_launch(phase, graph, frame, frame_label{chunk, microbatch, layer, branch}, stream);
+    } else {
+      graph.launch(stream);
+    }
+    ++launches_;
+    streams_.note(stream);
+  }
+
+  void guarded_launch(graph_phase phase, const executable& graph, std::size_t frame, const frame_label& label,
+                      cudaStream_t stream) {
+    if (phase == graph_phase::backward) {
+      guard_.check_release(label);
+      graph.launch(stream);
+      guard_.release(label);
+      return;
+    }
+    const plan::planned_frame& f = plan_->frames[frame];
+    guard_.claim(label, memory_range{arena_id{static_cast<std::uint32_t>(f.arena)}, f.offset, f.bytes});
+    try {
+      graph.launch(stream);
+    } catch (...) {
+      guard_.unclaim(label);
+      throw;
+    }
+  }
+
+  template <class Memory>
+  void run_body(const body& code, Session& session, Memory& memory, graph_phase phase, chunk_id chunk, slot_id slot,
+                layer_id layer, branch_id branch, bool measuring) {
+    if (!code) throw error(std::string("variant_graphs: no ") + to_string(phase) + " body; pass one to measure()");
+    frame context(session, memory, phase, chunk, slot, layer, branch, model_.branches[branch.index], measuring);
+    code(context);
+  }
+
+  // One capture on `stream`: `fill(session)` inside, then the executable; on failure the session is
+  // aborted (everything restored) and the error names what was captured.
+  template <class Fill>
+  executable run_capture(cudaStream_t stream, const std::string& what, branch_id branch, Fill&& fill) {
+    capture_options options = options_.capture;
+    Session session(stream, no_persistent_, what, model_.branches[branch.index], options);
+    try {
+      fill(session);
+    } catch (const error& e) {
+      session.abort();
+      throw error(session.where() + " failed: " + e.what() + "; the capture was rolled back", e.cuda_code());
+    } catch (const std::exception& e) {
+      session.abort();
+      throw error(session.where() + " failed: " + e.what() + "; the capture was rolled back");
+    }
+    return session.finish();
+  }
+
+  static void require(bool ok, const std::string& call, const std::string& fix) {
+    if (!ok) throw error("variant_graphs::" + call + ": not ready; " + fix);
+  }
+  [[noreturn]] void no_map() const {
+    std::string planned;
+    for (const plan::slot_map& m : plan_->slot_maps) planned += (planned.empty() ? "" : ", ") + std::to_string(m.microbatches);
+    throw error("variant_graphs: the plan has slot maps for " + planned +
+                " microbatches; call begin_step(microbatches) to say which schedule this step replays");
+  }
+  [[noreturn]] void bad_chunk(chunk_id chunk) const {
+    throw error("variant_graphs: " + chunk.describe() + " is unknown; the model has " +
+                std::to_string(model_.layers_per_chunk.size()) + " chunk(s)");
+  }
+  [[noreturn]] void bad_layer(chunk_id chunk, layer_id layer) const {
+    throw error("variant_graphs: " + layer.describe() + " is unknown; " + chunk.describe() + " has " +
+                std::to_string(model_.layers_per_chunk[chunk.index]) + " layer(s)");
+  }
+  [[noreturn]] void bad_branch(branch_id branch) const {
+    throw error("variant_graphs: " + branch.describe() + " is unknown; the model has " +
+                std::to_string(model_.branches.size()) + " branch(es)");
+  }
+  [[noreturn]] void bad_microbatch(int microbatch) const {
+    throw error("variant_graphs: microbatch " + std::to_string(microbatch) + " is outside schedule '" +
+                map_->schedule + "', which runs " + std::to_string(map_->microbatches) +
+                " microbatch(es); call begin_step() with the schedule this step replays");
+  }
+
+  bool one_in_flight_;  // no schedule given: every microbatch replays slot 0, one at a time
+  variant_model model_;
+  variant_options options_;
+  Upstream& upstream_;
+  std::optional<arena_allocator<Upstream>> arenas_;  // declared from the plan at reserve()
+  slot_guard guard_;
+  no_persistent_memory no_persistent_;
+  body forward_;
+  body backward_;
+  std::vector<std::vector<std::vector<detail::measured_layer>>> measurement_;  // [chunk][layer][branch]
+  bool measured_ = false;
+  std::optional<plan::plan> plan_;
+  std::vector<std::size_t> first_frame_;  // per chunk: index of its (slot 0, layer 0) frame
+  const plan::slot_map* map_ = nullptr;
+  std::vector<executable> executables_;   // [(frame * branches + branch) * 2 + phase]
+  std::size_t launches_ = 0;
+  launch_streams streams_;
+};
+
+}  // namespace graphpool

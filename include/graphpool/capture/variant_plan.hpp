@@ -1,0 +1,265 @@
+#pragma once
+/// @file variant_plan.hpp
+/// @brief The bridge from a measurement to a plan and from a plan to arenas, for variant_graphs:
+/// the model, the planning problem, the checks of a plan against the measurement, and the arena
+/// declarations that put every frame at its planned offset.
+
+#include <algorithm>
+#include <cstddef>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "graphpool/alignment.hpp"
+#include "graphpool/capture/frame_memory.hpp"
+#include "graphpool/error.hpp"
+#include "graphpool/ids.hpp"
+#include "graphpool/memory/arena_allocator.hpp"
+#include "graphpool/plan/planner.hpp"
+
+namespace graphpool {
+
+/// @brief What a runtime runs: its branches, its chunks' layers, and the schedules it will replay.
+struct variant_model {
+  std::vector<std::string> branches;        ///< the variants; branch_id b is branches[b]
+  std::vector<int> layers_per_chunk{1};     ///< one entry per chunk, or one for every chunk
+  std::vector<plan::schedule> schedules;    ///< every schedule replayed; empty: one microbatch in flight
+};
+
+namespace detail {
+
+/// @return "chunk 0 slot 1 layer 2".
+[[nodiscard]] inline std::string describe_frame(const plan::planned_frame& f) {
+  return "chunk " + std::to_string(f.chunk) + " slot " + std::to_string(f.slot) + " layer " + std::to_string(f.layer);
+}
+
+/// @brief Validates `model` and completes it: one layer count per chunk, and a schedule of one
+/// microbatch in flight when none is given (every chunk's forward, then every backward).
+[[nodiscard]] inline variant_model checked_model(variant_model model) {
+  if (model.branches.empty()) throw error("variant_graphs: no branch given; name at least one variant");
+  for (std::size_t b = 0; b < model.branches.size(); ++b) {
+    if (model.branches[b].empty()) throw error("variant_graphs: branch " + std::to_string(b) + " has an empty name");
+    for (std::size_t o = 0; o < b; ++o) {
+      if (model.branches[o] == model.branches[b]) {
+        throw error("variant_graphs: two branches are named '" + model.branches[b] + "'; branch names must differ");
+      }
+    }
+  }
+  if (model.layers_per_chunk.empty()) throw error("variant_graphs: no layer count given; give one per chunk");
+  for (int layers : model.layers_per_chunk) {
+    if (layers < 0) throw error("variant_graphs: a chunk has " + std::to_string(layers) + " layers; counts cannot be negative");
+  }
+  if (model.schedules.empty()) {
+    const int chunks = static_cast<int>(model.layers_per_chunk.size());
+    std::vector<int> order;
+    for (int c = 1; c <= chunks; ++c) order.push_back(c);
+    for (int c = chunks; c >= 1; --c) order.push_back(-c);
+    model.schedules.push_back(plan::schedule::from_order(order, chunks, "one microbatch in flight"));
+  }
+  const int chunks = plan::common_chunks(model.schedules);
+  if (model.layers_per_chunk.size() == 1) model.layers_per_chunk.assign(static_cast<std::size_t>(chunks), model.layers_per_chunk[0]);
+  if (model.layers_per_chunk.size() != static_cast<std::size_t>(chunks)) {
+    throw error("variant_graphs: " + std::to_string(model.layers_per_chunk.size()) + " layer counts for schedules of " +
+                std::to_string(chunks) + " chunk(s); give one per chunk, or one for all");
+  }
+  return model;
+}
+
+/// @return the branch of `model` called `name`.
+[[nodiscard]] inline branch_id find_branch(const variant_model& model, const std::string& name) {
+  for (std::size_t b = 0; b < model.branches.size(); ++b) {
+    if (model.branches[b] == name) return branch_id{static_cast<std::uint32_t>(b)};
+  }
+  std::string names;
+  for (const std::string& n : model.branches) names += (names.empty() ? "'" : ", '") + n + "'";
+  throw error("variant_graphs: no branch named '" + name + "'; the branches are " + names);
+}
+
+using measurement = std::vector<std::vector<std::vector<measured_layer>>>;  // [chunk][layer][branch]
+
+/// @return the bytes `layout` spans, its parts placed in order, each aligned.
+[[nodiscard]] inline std::size_t extent_of(const branch_layout& layout) {
+  return place_branch("a measured layer", "measured", layout).extent;
+}
+
+/// @return the strictest alignment of any measured part (at least graphpool's default).
+[[nodiscard]] inline std::size_t measured_alignment(const measurement& measured) {
+  std::size_t alignment = default_alignment;
+  for (const auto& chunk : measured) {
+    for (const auto& layer : chunk) {
+      for (const measured_layer& m : layer) {
+        alignment = std::max({alignment, alignment_of(m.saved_layout()), alignment_of(m.gradient_layout())});
+      }
+    }
+  }
+  return alignment;
+}
+
+/// @return where each layer's returned gradients start inside its (chunk, slot)'s gradient region
+/// (the largest branch of each layer, in order), and the region's size as the last element.
+[[nodiscard]] inline std::vector<std::size_t> gradient_offsets(const measurement& measured, std::size_t chunk,
+                                                               std::size_t alignment) {
+  std::vector<std::size_t> offsets{0};
+  for (const auto& layer : measured[chunk]) {
+    std::size_t largest = 0;
+    for (const measured_layer& m : layer) largest = std::max(largest, extent_of(m.gradient_layout()));
+    offsets.push_back(offsets.back() + align_up(largest, alignment));
+  }
+  return offsets;
+}
+
+/// @brief The planner's input from the model and the measured requests: each (chunk, layer, branch)
+/// saves its measured extent; each (chunk, slot) returns the largest gradient region.
+[[nodiscard]] inline plan::problem planning_problem(const variant_model& model, const measurement& measured) {
+  plan::problem p;
+  p.schedules = model.schedules;
+  p.layers_per_chunk = model.layers_per_chunk;
+  p.alignment = measured_alignment(measured);
+  std::size_t gradients = 0;
+  for (std::size_t c = 0; c < measured.size(); ++c) gradients = std::max(gradients, gradient_offsets(measured, c, p.alignment).back());
+  for (const std::string& name : model.branches) p.branches.push_back({name, 0, gradients});
+  for (std::size_t c = 0; c < measured.size(); ++c) {
+    for (std::size_t l = 0; l < measured[c].size(); ++l) {
+      for (std::size_t b = 0; b < model.branches.size(); ++b) {
+        p.overrides.push_back({static_cast<int>(c), static_cast<int>(l), model.branches[b],
+                               extent_of(measured[c][l][b].saved_layout())});
+      }
+    }
+  }
+  return p;
+}
+
+/// @return per chunk, the index of its (slot 0, layer 0) frame in `p.frames`.
+[[nodiscard]] inline std::vector<std::size_t> first_frames(const plan::plan& p) {
+  std::vector<std::size_t> first;
+  std::size_t next = 0;
+  for (int layers : p.layers_per_chunk) {
+    first.push_back(next);
+    next += static_cast<std::size_t>(layers) * static_cast<std::size_t>(p.slots);
+  }
+  return first;
+}
+
+/// @return the gradient of (chunk, slot) in `p`. @throws graphpool::error when the plan has none.
+[[nodiscard]] inline const plan::planned_grad& planned_gradient(const plan::plan& p, int chunk, int slot) {
+  for (const plan::planned_grad& g : p.grads) {
+    if (g.chunk == chunk && g.slot == slot) return g;
+  }
+  throw error("the plan has no returned gradient for chunk " + std::to_string(chunk) + " slot " +
+              std::to_string(slot) + "; make the plan with the model's layers");
+}
+
+/// @brief Throws unless `p` fits the model and holds every measured request: the same chunks, layers
+/// and branches, frames in order and inside their arenas, every frame and gradient large enough for
+/// every branch, a slot map for every schedule with slots the plan has.
+inline void check_plan(const plan::plan& p, const variant_model& model, const measurement& measured) {
+  const std::string fix = "; make the plan from this model's measurement";
+  if (p.layers_per_chunk != model.layers_per_chunk) {
+    throw error("the plan's layers per chunk differ from the model's (" + std::to_string(p.layers_per_chunk.size()) +
+                " vs " + std::to_string(model.layers_per_chunk.size()) + " chunk(s))" + fix);
+  }
+  if (p.branches != model.branches) {
+    throw error("the plan's branches differ from the model's (" + std::to_string(p.branches.size()) + " vs " +
+                std::to_string(model.branches.size()) + ", same names in the same order needed)" + fix);
+  }
+  if (p.slot_maps.empty()) throw error("the plan has no slot map" + fix);
+  const std::vector<std::size_t> first = first_frames(p);
+  const std::size_t alignment = measured_alignment(measured);
+  for (std::size_t c = 0; c < measured.size(); ++c) {
+    const std::vector<std::size_t> gradient_at = gradient_offsets(measured, c, alignment);
+    for (int s = 0; s < p.slots; ++s) {
+      for (std::size_t l = 0; l < measured[c].size(); ++l) {
+        const std::size_t index = first[c] + static_cast<std::size_t>(s) * measured[c].size() + l;
+        if (index >= p.frames.size() || p.frames[index].chunk != static_cast<int>(c) || p.frames[index].slot != s ||
+            p.frames[index].layer != static_cast<int>(l)) {
+          throw error("the plan's frames are not chunk-major, then slot, then layer at frame " + std::to_string(index) + fix);
+        }
+        const plan::planned_frame& f = p.frames[index];
+        if (f.arena >= p.arena_bytes.size() || f.offset + f.bytes > p.arena_bytes[f.arena]) {
+          throw error("plan frame (" + describe_frame(f) + ") lies outside its arena " + std::to_string(f.arena) + fix);
+        }
+        for (std::size_t b = 0; b < model.branches.size(); ++b) {
+          const std::size_t need = extent_of(measured[c][l][b].saved_layout());
+          if (need > f.bytes) {
+            throw error("plan frame (" + describe_frame(f) + ") holds " + std::to_string(f.bytes) + " bytes but branch '" +
+                        model.branches[b] + "' requests " + std::to_string(need) +
+                        " bytes there (its measured outputs and saved tensors); plan with the measured sizes");
+          }
+        }
+      }
+      if (measured[c].empty()) continue;
+      const plan::planned_grad& g = planned_gradient(p, static_cast<int>(c), s);
+      if (gradient_at.back() > g.bytes || g.arena >= p.grad_arena_bytes.size() ||
+          g.offset + g.bytes > p.grad_arena_bytes[g.arena]) {
+        throw error("plan gradient of chunk " + std::to_string(c) + " slot " + std::to_string(s) + " holds " +
+                    std::to_string(g.bytes) + " bytes but the layers' backwards return " +
+                    std::to_string(gradient_at.back()) + " bytes (or it lies outside its arena); plan with the "
+                    "measured sizes");
+      }
+    }
+  }
+  for (const plan::slot_map& map : p.slot_maps) {
+    if (map.slots.size() != model.layers_per_chunk.size()) {
+      throw error("the plan's slot map for '" + map.schedule + "' has " + std::to_string(map.slots.size()) +
+                  " chunk(s), the model " + std::to_string(model.layers_per_chunk.size()) + fix);
+    }
+    for (const std::vector<int>& chunk : map.slots) {
+      for (int slot : chunk) {
+        if (slot < 0 || slot >= p.slots) {
+          throw error("the plan's slot map for '" + map.schedule + "' names slot " + std::to_string(slot) +
+                      " but the plan has " + std::to_string(p.slots) + fix);
+        }
+      }
+    }
+  }
+}
+
+/// @brief Declares the plan on `arenas`: its saved-tensor arenas, then its gradient arenas; for
+/// frame i, slot 2i holds its outputs and saved tensors at the frame's offset and slot 2i+1 the
+/// gradients its backward returns, each with one branch per model branch.
+template <class Upstream>
+void declare_plan(arena_allocator<Upstream>& arenas, const plan::plan& p, const variant_model& model,
+                  const measurement& measured) {
+  const bool offsets = p.mode == plan::assignment::offsets;
+  std::vector<arena_id> saved_arenas;
+  for (std::size_t a = 0; a < p.arena_bytes.size(); ++a) {
+    saved_arenas.push_back(arenas.declare_arena(offsets ? "frames" : "frames color " + std::to_string(a)));
+  }
+  std::vector<arena_id> gradient_arenas;
+  for (std::size_t a = 0; a < p.grad_arena_bytes.size(); ++a) {
+    gradient_arenas.push_back(arenas.declare_arena(offsets ? "gradients" : "gradients color " + std::to_string(a)));
+  }
+  const std::size_t alignment = measured_alignment(measured);
+  for (const plan::planned_frame& f : p.frames) {
+    const auto c = static_cast<std::size_t>(f.chunk);
+    const auto l = static_cast<std::size_t>(f.layer);
+    const slot_id frame = arenas.declare_slot(describe_frame(f), saved_arenas[f.arena], f.offset);
+    const plan::planned_grad& g = planned_gradient(p, f.chunk, f.slot);
+    const slot_id gradients = arenas.declare_slot(describe_frame(f) + " gradients", gradient_arenas[g.arena],
+                                                  g.offset + gradient_offsets(measured, c, alignment)[l]);
+    for (std::size_t b = 0; b < model.branches.size(); ++b) {
+      arenas.declare_branch(frame, model.branches[b], measured[c][l][b].saved_layout());
+      arenas.declare_branch(gradients, model.branches[b], measured[c][l][b].gradient_layout());
+    }
+  }
+}
+
+/// @return the memory of (chunk, slot, branch)'s layers for its real captures.
+template <class Upstream>
+[[nodiscard]] replaying_memory frame_memories(const arena_allocator<Upstream>& arenas, const plan::plan& p,
+                                              const variant_model& model, const measurement& measured, chunk_id chunk,
+                                              slot_id slot, branch_id branch) {
+  const std::vector<std::size_t> first = first_frames(p);
+  const auto layers = static_cast<std::size_t>(p.layers_per_chunk[chunk.index]);
+  std::vector<replaying_memory::layer_memory> memory;
+  for (std::size_t l = 0; l < layers; ++l) {
+    const auto frame = static_cast<std::uint32_t>(first[chunk.index] + slot.index * layers + l);
+    memory.push_back({&measured[chunk.index][l][branch.index], arenas.view(slot_id{2 * frame}, branch),
+                      arenas.view(slot_id{2 * frame + 1}, branch)});
+  }
+  return replaying_memory(chunk.describe() + " " + slot.describe() + " branch '" + model.branches[branch.index] + "'",
+                          std::move(memory));
+}
+
+}  // namespace detail
+}  // namespace graphpool

@@ -1,0 +1,115 @@
+#pragma once
+/// @file load.hpp
+/// @brief Reads a plan written by `graphpool-plan --json` (or plan::to_json) back into a plan::plan,
+/// so a runtime can reserve and capture from a plan made offline. Host-only: no CUDA header.
+
+#include <algorithm>
+#include <cstddef>
+#include <limits>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "graphpool/detail/json.hpp"
+#include "graphpool/error.hpp"
+#include "graphpool/plan/planner.hpp"
+
+namespace graphpool::plan {
+
+namespace detail {
+
+[[nodiscard]] inline int small_integer(const graphpool::detail::json_value& v, const std::string& where) {
+  const unsigned long long value = v.unsigned_integer(where);
+  if (value > static_cast<unsigned long long>(std::numeric_limits<int>::max())) {
+    throw error(where + ": " + std::to_string(value) + " is too large");
+  }
+  return static_cast<int>(value);
+}
+
+[[nodiscard]] inline std::vector<std::size_t> sizes(const graphpool::detail::json_value& v, const std::string& where) {
+  std::vector<std::size_t> out;
+  for (const auto& item : v.array(where)) out.push_back(static_cast<std::size_t>(item.unsigned_integer(where)));
+  return out;
+}
+
+inline void read_figures(const graphpool::detail::json_value& v, plan_figures& f, const std::string& where) {
+  f.footprint_bytes = static_cast<std::size_t>(v.at("footprint_bytes", where).unsigned_integer(where));
+  f.lower_bound_bytes = static_cast<std::size_t>(v.at("lower_bound_bytes", where).unsigned_integer(where));
+  f.live_bound_bytes = static_cast<std::size_t>(v.at("live_bound_bytes", where).unsigned_integer(where));
+  f.naive_bytes = static_cast<std::size_t>(v.at("naive_bytes", where).unsigned_integer(where));
+  f.lower_bound_exact = v.has("lower_bound_exact") && v.at("lower_bound_exact", where).boolean;
+}
+
+}  // namespace detail
+
+/// @return the plan in `text`, a document from to_json (`graphpool-plan --json`).
+/// @throws graphpool::error naming the key or entry that is missing or malformed.
+[[nodiscard]] inline plan from_json(std::string_view text) {
+  using graphpool::detail::json_value;
+  const json_value doc = graphpool::detail::json_reader::parse(text);
+  const std::string where = "plan JSON";
+  plan p;
+  const std::string& mode = doc.at("mode", where).string(where + " mode");
+  if (mode == "offsets") {
+    p.mode = assignment::offsets;
+  } else if (mode == "coloring") {
+    p.mode = assignment::coloring;
+  } else {
+    throw error(where + ": mode \"" + mode + "\" is neither \"offsets\" nor \"coloring\"");
+  }
+  p.chunks = detail::small_integer(doc.at("chunks", where), where + " chunks");
+  p.slots = detail::small_integer(doc.at("slots", where), where + " slots");
+  detail::read_figures(doc, p.saved, where);
+  detail::read_figures(doc.at("grad", where), p.grad, where + " grad");
+  p.arena_bytes = detail::sizes(doc.at("arena_bytes", where), where + " arena_bytes");
+  p.grad_arena_bytes = detail::sizes(doc.at("grad_arena_bytes", where), where + " grad_arena_bytes");
+  p.saved.arenas = p.arena_bytes.size();
+  p.grad.arenas = p.grad_arena_bytes.size();
+  for (const json_value& b : doc.at("branches", where).array(where + " branches")) p.branches.push_back(b.string(where + " branches"));
+  p.layers_per_chunk.assign(static_cast<std::size_t>(p.chunks), 0);
+  const auto& frames = doc.at("frames", where).array(where + " frames");
+  for (std::size_t i = 0; i < frames.size(); ++i) {
+    const std::string at = where + " frames[" + std::to_string(i) + "]";
+    planned_frame f;
+    f.chunk = detail::small_integer(frames[i].at("chunk", at), at + " chunk");
+    f.slot = detail::small_integer(frames[i].at("slot", at), at + " slot");
+    f.layer = detail::small_integer(frames[i].at("layer", at), at + " layer");
+    f.arena = static_cast<std::size_t>(frames[i].at("arena", at).unsigned_integer(at + " arena"));
+    f.offset = static_cast<std::size_t>(frames[i].at("offset", at).unsigned_integer(at + " offset"));
+    f.bytes = static_cast<std::size_t>(frames[i].at("bytes", at).unsigned_integer(at + " bytes"));
+    f.color = p.mode == assignment::coloring ? f.arena : 0;
+    if (f.chunk >= p.chunks || f.slot >= p.slots) throw error(at + ": chunk or slot beyond the plan's chunks and slots");
+    int& layers = p.layers_per_chunk[static_cast<std::size_t>(f.chunk)];
+    layers = std::max(layers, f.layer + 1);
+    p.frames.push_back(f);
+  }
+  const auto& grads = doc.at("grads", where).array(where + " grads");
+  for (std::size_t i = 0; i < grads.size(); ++i) {
+    const std::string at = where + " grads[" + std::to_string(i) + "]";
+    planned_grad g;
+    g.chunk = detail::small_integer(grads[i].at("chunk", at), at + " chunk");
+    g.slot = detail::small_integer(grads[i].at("slot", at), at + " slot");
+    g.arena = static_cast<std::size_t>(grads[i].at("arena", at).unsigned_integer(at + " arena"));
+    g.offset = static_cast<std::size_t>(grads[i].at("offset", at).unsigned_integer(at + " offset"));
+    g.bytes = static_cast<std::size_t>(grads[i].at("bytes", at).unsigned_integer(at + " bytes"));
+    g.color = p.mode == assignment::coloring ? g.arena : 0;
+    p.grads.push_back(g);
+  }
+  const auto& maps = doc.at("slot_maps", where).array(where + " slot_maps");
+  for (std::size_t i = 0; i < maps.size(); ++i) {
+    const std::string at = where + " slot_maps[" + std::to_string(i) + "]";
+    slot_map map;
+    map.microbatches = detail::small_integer(maps[i].at("microbatches", at), at + " microbatches");
+    map.schedule = maps[i].has("schedule") ? maps[i].at("schedule", at).string(at + " schedule")
+                                           : "schedule of " + std::to_string(map.microbatches) + " microbatch(es)";
+    for (const json_value& chunk : maps[i].at("map", at).array(at + " map")) {
+      std::vector<int>& slots = map.slots.emplace_back();
+      for (const json_value& slot : chunk.array(at + " map")) slots.push_back(detail::small_integer(slot, at + " map"));
+    }
+    p.microbatches = std::max(p.microbatches, map.microbatches);
+    p.slot_maps.push_back(std::move(map));
+  }
+  return p;
+}
+
+}  // namespace graphpool::plan
