@@ -1,6 +1,6 @@
 // The capture layer on a GPU, side by side with what a user would do without graphpool:
 //  1. capture + instantiate time per branch (graphpool session vs plain capture with cudaMallocAsync);
-//  2. host cost per launch: cudaGraphLaunch, graph_bank with the guard off, with the guard on;
+//  2. host cost per launch: cudaGraphLaunch, graph_bank, variant_graphs with the guard off and on;
 //  3. device memory for N = 1, 2, 4, 8 branches of different sizes: (a) a cudaMemPool_t per branch,
 //     (b) one shared pool in which each branch keeps its own persistent buffers (what a shared PyTorch
 //     pool amounts to), (c) graphpool (an arena on a pool, and windows over shared pages).
@@ -123,27 +123,32 @@ int main(int argc, char** argv) {
                   median(declared_us), median(window_us), median(plain_us));
     json += line;
 
-    // 2. Host cost per launch of a tiny graph: forward then backward, guard off and on.
+    // 2. Host cost per launch of a tiny graph: forward then backward, through cudaGraphLaunch,
+    //    graph_bank, and variant_graphs (the one path) with the guard off and on.
     void* small = nullptr;
     GRAPHPOOL_CUDA_TRY(cudaMalloc(&small, 4096), "small");
     auto tiny = [&](capture_session& c) { enqueue_memset(small, 4096, c.stream()); };
     graphpool::no_persistent_memory none;
-    slot_guard guard_off(false);
-    slot_guard guard_on(true);
-    graph_bank bank_none(nullptr);
-    graph_bank bank_off(&guard_off);
-    graph_bank bank_on(&guard_on);
+    graph_bank bank;
     graph_executable raw = capture_session::capture(stream, none, "tiny", "raw", tiny);
-    for (graph_bank* bank : {&bank_none, &bank_off, &bank_on}) {
-      bank->add({0, 0, graph_phase::forward}, capture_session::capture(stream, none, "tiny", "f", tiny), {0, 1, 2});
-      bank->add({0, 0, graph_phase::backward}, capture_session::capture(stream, none, "tiny", "b", tiny), {0, 1, 2});
-    }
+    bank.add({slot_id{0}, branch_id{0}, graph_phase::forward}, capture_session::capture(stream, none, "tiny", "f", tiny));
+    bank.add({slot_id{0}, branch_id{0}, graph_phase::backward}, capture_session::capture(stream, none, "tiny", "b", tiny));
+    cuda_pool_resource launch_pool;
+    auto variant_forward = [](frame_capture& f) { enqueue_memset(f.allocate_saved(4096), 4096, f.stream()); };
+    auto variant_backward = [](frame_capture& f) { enqueue_memset(f.saved(0), 4096, f.stream()); };
+    variant_options guard_off;
+    guard_off.guard = false;
+    variant_options guard_on;
+    guard_on.guard = true;
+    variant_graphs graphs_off(launch_pool, {"cp1", "cp2"}, guard_off);
+    variant_graphs graphs_on(launch_pool, {"cp1", "cp2"}, guard_on);
+    graphs_off.capture(stream, variant_forward, variant_backward);
+    graphs_on.capture(stream, variant_forward, variant_backward);
     constexpr int launches = 2000;
     std::vector<double> raw_ns;
-    std::vector<double> none_ns;
+    std::vector<double> bank_ns;
     std::vector<double> off_ns;
     std::vector<double> on_ns;
-    const frame_label frame{0, 0, 0, "cp1"};
     for (int run = 0; run < 15; ++run) {
       auto time_launches = [&](const std::function<void()>& pair) {
         GRAPHPOOL_CUDA_TRY(cudaStreamSynchronize(stream), "sync");
@@ -157,31 +162,32 @@ int main(int argc, char** argv) {
         GRAPHPOOL_CUDA_TRY(cudaGraphLaunch(raw.get(), stream), "raw");
         GRAPHPOOL_CUDA_TRY(cudaGraphLaunch(raw.get(), stream), "raw");
       }));
-      none_ns.push_back(time_launches([&] {
-        bank_none.launch({0, 0, graph_phase::forward}, stream, &frame);
-        bank_none.launch({0, 0, graph_phase::backward}, stream, &frame);
+      bank_ns.push_back(time_launches([&] {
+        bank.launch({slot_id{0}, branch_id{0}, graph_phase::forward}, stream);
+        bank.launch({slot_id{0}, branch_id{0}, graph_phase::backward}, stream);
       }));
       off_ns.push_back(time_launches([&] {
-        bank_off.launch({0, 0, graph_phase::forward}, stream, &frame);
-        bank_off.launch({0, 0, graph_phase::backward}, stream, &frame);
+        graphs_off.forward(chunk_id{0}, 0, layer_id{0}, branch_id{1}, stream);
+        graphs_off.backward(chunk_id{0}, 0, layer_id{0}, branch_id{1}, stream);
       }));
       on_ns.push_back(time_launches([&] {
-        bank_on.launch({0, 0, graph_phase::forward}, stream, &frame);
-        bank_on.launch({0, 0, graph_phase::backward}, stream, &frame);
+        graphs_on.forward(chunk_id{0}, 0, layer_id{0}, branch_id{1}, stream);
+        graphs_on.backward(chunk_id{0}, 0, layer_id{0}, branch_id{1}, stream);
       }));
     }
     GRAPHPOOL_CUDA_TRY(cudaFree(small), "small");
+    const double overhead_off = median(off_ns) - median(raw_ns);
     std::printf("\nhost cost per launch (median of 15 runs of %d launches)\n", launches);
     std::printf("  %-48s %10.1f ns\n", "cudaGraphLaunch", median(raw_ns));
-    std::printf("  %-48s %10.1f ns (%+.1f)\n", "graph_bank::launch, no guard", median(none_ns),
-                median(none_ns) - median(raw_ns));
-    std::printf("  %-48s %10.1f ns (%+.1f)\n", "graph_bank::launch, guard off", median(off_ns), median(off_ns) - median(raw_ns));
-    std::printf("  %-48s %10.1f ns (%+.1f; target under 1000)\n", "graph_bank::launch, guard on (3 arenas)", median(on_ns),
+    std::printf("  %-48s %10.1f ns (%+.1f)\n", "graph_bank::launch", median(bank_ns), median(bank_ns) - median(raw_ns));
+    std::printf("  %-48s %10.1f ns (%+.1f; target under 50)\n", "variant_graphs forward/backward, guard off",
+                median(off_ns), overhead_off);
+    std::printf("  %-48s %10.1f ns (%+.1f)\n", "variant_graphs forward/backward, guard on", median(on_ns),
                 median(on_ns) - median(raw_ns));
     std::snprintf(line, sizeof(line),
-                  "  \"launch_ns\": {\"cudaGraphLaunch\": %.1f, \"bank_no_guard\": %.1f, \"bank_guard_off\": %.1f, "
-                  "\"bank_guard_on\": %.1f},\n",
-                  median(raw_ns), median(none_ns), median(off_ns), median(on_ns));
+                  "  \"launch_ns\": {\"cudaGraphLaunch\": %.1f, \"graph_bank\": %.1f, \"variant_graphs_guard_off\": %.1f, "
+                  "\"variant_graphs_guard_on\": %.1f, \"variant_graphs_overhead_guard_off\": %.1f},\n",
+                  median(raw_ns), median(bank_ns), median(off_ns), median(on_ns), overhead_off);
     json += line;
 
     // 3. Device memory for N branches of different sizes: 32 MiB of outputs plus the branch's saved bytes.

@@ -130,12 +130,12 @@ class variant_graphs final {
   }
 
   /// @brief Uses a plan made elsewhere (e.g. plan::from_json of `graphpool-plan --json`), checked
-  /// against the measurement: every frame must hold what each branch requests.
-  /// @throws graphpool::error before measure(), or naming the frame and branch that do not fit.
+  /// against the measurement (now, or at reserve() when given before measure()): every frame must
+  /// hold what each branch requests.
+  /// @throws graphpool::error when reserved, or naming the frame and branch that do not fit.
   void use_plan(plan::plan planned) {
-    require(measured_, "use_plan", "call measure() first");
     require(!reserved(), "use_plan", "call release() first to change the plan");
-    detail::check_plan(planned, model_, measurement_);
+    if (measured_) detail::check_plan(planned, model_, measurement_);
     arenas_.reset();  // a new plan, new declarations
     plan_ = std::move(planned);
     first_frame_ = detail::first_frames(plan_.value());
@@ -147,7 +147,9 @@ class variant_graphs final {
   /// @throws graphpool::error without a plan, or when the upstream fails (nothing is held then).
   void reserve() {
     require(plan_.has_value(), "reserve", "call make_plan() or use_plan() first");
+    require(measured_, "reserve", "call measure() first");
     if (!arenas_.has_value()) {
+      detail::check_plan(plan_.value(), model_, measurement_);
       arenas_.emplace(upstream_);
       try {
         detail::declare_plan(*arenas_, plan_.value(), model_, measurement_);
