@@ -5,6 +5,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <random>
 #include <string>
@@ -115,7 +116,12 @@ void run_pipeline(Upstream& upstream, plan::assignment mode, std::size_t roundin
   GRAPHPOOL_CUDA_TRY(cudaDeviceSynchronize(), "sync");
   const std::size_t used = free_before - device_free_bytes();
   const std::size_t planned = p.saved.footprint_bytes + p.grad.footprint_bytes;
-  INFO("device memory " << used << " bytes for a plan of " << planned << " bytes (naive " << p.saved.naive_bytes << ")");
+  std::printf("variant_graphs %s, %s: device memory %.1f MiB for a plan of %.1f MiB (%.3fx); live bound %.1f MiB, a pool "
+              "per branch %.1f MiB\n",
+              graphpool::detail::has_windows<Upstream>::value ? "shared pages" : "pool", plan::to_string(mode),
+              static_cast<double>(used) / MiB, static_cast<double>(planned) / MiB,
+              static_cast<double>(used) / static_cast<double>(planned), static_cast<double>(p.saved.live_bound_bytes) / MiB,
+              static_cast<double>(p.saved.naive_bytes + p.grad.naive_bytes) / MiB);
   CHECK(used <= static_cast<std::size_t>(1.02 * static_cast<double>(planned)) + rounding);
   CHECK(used >= planned / 2);  // the reservation is real memory, not address space
   CHECK(planned < p.saved.naive_bytes);
@@ -234,7 +240,9 @@ TEST_CASE("variant_graphs on a GPU: four branches of 512/256/128/64 MiB and a 2 
     graphs.reserve();
     GRAPHPOOL_CUDA_TRY(cudaDeviceSynchronize(), "sync");
     const std::size_t used = before - device_free_bytes();
-    INFO("device memory " << used << " bytes, upstream counter " << graphs.statistics().upstream_bytes);
+    std::printf("variant_graphs 512/256/128/64 MiB + 2 MiB, %s: device memory %.1f MiB, upstream counter %.1f MiB, plan "
+                "%.1f MiB\n", what, static_cast<double>(used) / MiB,
+                static_cast<double>(graphs.statistics().upstream_bytes) / MiB, static_cast<double>(planned) / MiB);
     CHECK(used >= planned);
     CHECK(used <= planned + slack);
     CHECK(graphs.statistics().upstream_bytes >= planned);

@@ -334,8 +334,9 @@ TEST_CASE("an upstream failure during reserve() holds nothing and names the size
     arenas.declare_branch(slot, "only", saved_only((i + 1) * KiB));
   }
   upstream.fail_at(0);
-  CHECK_THROWS_WITH(arenas.reserve(), contains_text("reserve: 4 arena(s) of 10.00 KiB (10240 bytes, 1 window(s)) could not "
-                                                    "be taken from the upstream: planted upstream failure"));
+  CHECK_THROWS_WITH(arenas.reserve(), contains_text("reserve: 4 arena(s) of 10.00 KiB (10240 bytes, 1 window(s); the largest is "
+                                                    "arena 'slot3' of 4.00 KiB) could not be taken from the upstream: "
+                                                    "planted upstream failure"));
   CHECK_FALSE(arenas.reserved());
   CHECK(upstream.live_allocations() == 0);
 

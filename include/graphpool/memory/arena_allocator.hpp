@@ -390,9 +390,13 @@ class arena_allocator final {
     } catch (const std::exception& e) {
       bases_.clear();
       const auto* cause = dynamic_cast<const error*>(&e);
+      const auto largest = std::max_element(arenas_.begin(), arenas_.end(), [](const auto& a, const auto& b) {
+        return a.bytes < b.bytes;
+      });
       throw error("reserve: " + std::to_string(arenas_.size()) + " arena(s) of " + detail::format_bytes(total) + " (" +
-                      std::to_string(total) + " bytes, " + std::to_string(windows) +
-                      " window(s)) could not be taken from the upstream: " + e.what(),
+                      std::to_string(total) + " bytes, " + std::to_string(windows) + " window(s); the largest is arena '" +
+                      largest->name + "' of " + detail::format_bytes(largest->bytes) +
+                      ") could not be taken from the upstream: " + e.what(),
                   cause != nullptr ? cause->cuda_code() : 0);
     }
   }
