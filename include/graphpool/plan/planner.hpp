@@ -204,6 +204,20 @@ inline void validate(const problem& p, int chunks) {
   return true;
 }
 
+/// True when two conflicting vertices of `graph` share bytes at `offsets`.
+[[nodiscard]] inline bool overlaps_a_conflict(const conflict_graph& graph, const std::vector<std::size_t>& weights,
+                                              const std::vector<std::size_t>& offsets) {
+  for (std::size_t v = 0; v < graph.size(); ++v) {
+    bool overlap = false;
+    graph.for_each_neighbor(v, [&](std::size_t u) {
+      overlap = overlap || (weights[u] > 0 && weights[v] > 0 && offsets[u] < offsets[v] + weights[v] &&
+                            offsets[v] < offsets[u] + weights[u]);
+    });
+    if (overlap) return true;
+  }
+  return false;
+}
+
 /// Where each arena starts when the arenas are laid end to end.
 [[nodiscard]] inline std::vector<std::size_t> stacked_offsets(const std::vector<std::size_t>& arena_bytes) {
   std::vector<std::size_t> offsets(arena_bytes.size(), 0);
@@ -305,9 +319,12 @@ struct frame_sizes {
   return sizes;
 }
 
-/// The plan of `p` once microbatches are bound to `slots` copies per chunk by `maps`.
+/// The plan of `p` once microbatches are bound to `slots` copies per chunk by `maps`; `layout`
+/// (offsets[chunk][copy][layer], may be empty) is a placement the maps were built with, kept in
+/// offsets mode when it is valid and smaller than what the placement search finds.
 [[nodiscard]] inline plan plan_with_maps(const problem& p, assignment mode, const frame_sizes& sizes,
-                                         std::vector<slot_map> maps, int slots, bool modulo) {
+                                         std::vector<slot_map> maps, int slots, bool modulo,
+                                         const std::vector<std::vector<std::vector<std::size_t>>>& layout = {}) {
   const int chunks = static_cast<int>(sizes.layers_per_chunk.size());
   std::size_t frame_count = 0;
   for (int layers : sizes.layers_per_chunk) frame_count += static_cast<std::size_t>(layers) * static_cast<std::size_t>(slots);
@@ -365,6 +382,20 @@ struct frame_sizes {
   if (detail::is_proper(live.saved, group_slots)) {
     clique_ceiling = std::min(clique_ceiling, make_coloring(group_slots, group_weights).bytes);
   }
+  placement given;  // the layout the maps came with, when it holds every frame and no conflicting two overlap
+  if (!layout.empty()) {
+    given.offsets.resize(n);
+    for (std::size_t f = 0; f < n; ++f) {
+      const planned_frame& frame = result.frames[f];
+      const auto& copies = layout[static_cast<std::size_t>(frame.chunk)];
+      given.offsets[f] = static_cast<std::size_t>(frame.slot) < copies.size()
+                             ? copies[static_cast<std::size_t>(frame.slot)][static_cast<std::size_t>(frame.layer)]
+                             : 0;
+      given.footprint = std::max(given.footprint, given.offsets[f] + frame_weights[f]);
+    }
+    if (detail::overlaps_a_conflict(frame_graph, frame_weights, given.offsets)) given = placement{};
+    if (!given.offsets.empty()) clique_ceiling = std::min(clique_ceiling, given.footprint);
+  }
   const clique heaviest = max_weight_clique(live.saved, group_weights, 2'000'000, clique_ceiling);
   result.saved.lower_bound_bytes = heaviest.weight;
   result.saved.lower_bound_exact = heaviest.exact;
@@ -405,6 +436,10 @@ struct frame_sizes {
         footprint = frames_placed.footprint;
         for (std::size_t f = 0; f < n; ++f) result.frames[f].offset = frames_placed.offsets[f];
       }
+    }
+    if (!given.offsets.empty() && given.footprint < footprint) {
+      footprint = given.footprint;
+      for (std::size_t f = 0; f < n; ++f) result.frames[f].offset = given.offsets[f];
     }
     result.saved.footprint_bytes = footprint;
     for (planned_frame& f : result.frames) f.arena = 0;
@@ -473,7 +508,8 @@ struct frame_sizes {
 /// @brief Plans the frames of `p` with `mode`.
 ///
 /// With the mod rule, microbatch m replays slot m mod S. With the schedule rule, m mod S and maps
-/// chosen from the schedules (regions by start time, lowest or best-fitting) are planned, and the
+/// chosen from the schedules (regions by start time, lowest or best-fitting, or copies laid out byte
+/// by byte as the schedules replay) are planned, and the
 /// smallest footprint within the copies budget wins (then the fewest copies); the search stops at the
 /// live bound, which no map can beat.
 /// @throws graphpool::error for bad input (naming the schedule, entry, chunk, layer or branch), and
@@ -522,6 +558,15 @@ struct frame_sizes {
     const int copies = copies_used(maps);
     plan candidate = detail::plan_with_maps(p, mode, sizes, std::move(maps), copies, false);
     if (better(candidate, best)) best = std::move(candidate);
+  }
+  if (best.saved.footprint_bytes > best.saved.live_bound_bytes) {
+    // Laid out as the schedules replay; useless when the budget forced copies onto live bytes.
+    packed_maps packed = pack_maps(p.schedules, sizes.bytes, budget);
+    if (packed.valid) {
+      const int copies = copies_used(packed.maps);
+      plan candidate = detail::plan_with_maps(p, mode, sizes, std::move(packed.maps), copies, false, packed.offsets);
+      if (better(candidate, best)) best = std::move(candidate);
+    }
   }
   return best;
 }

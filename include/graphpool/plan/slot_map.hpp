@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "graphpool/plan/schedule.hpp"
@@ -129,6 +130,96 @@ enum class region_choice {
     maps.push_back(std::move(map));
   }
   return maps;
+}
+
+/// @brief Slot maps with a byte layout built alongside: offsets[chunk][copy][layer].
+struct packed_maps {
+  std::vector<slot_map> maps;
+  std::vector<std::vector<std::vector<std::size_t>>> offsets;
+  bool valid = true;  ///< false when the budget ran out before every forward found free bytes (maps incomplete)
+};
+
+/// @return maps whose copies are laid out while the schedules are replayed: a forward reuses the first
+/// copy of its chunk whose bytes no live frame holds, else (under `budget` copies per chunk) opens a
+/// new copy whose layers go one by one into the lowest gap among the live frames. `frame_bytes` is
+/// [chunk][layer]. Frames of unequal bytes pack where regions of one size per index cannot.
+[[nodiscard]] inline packed_maps pack_maps(const std::vector<schedule>& schedules,
+                                           const std::vector<std::vector<std::size_t>>& frame_bytes, int budget) {
+  using range = std::pair<std::size_t, std::size_t>;  // [start, end)
+  packed_maps result;
+  result.offsets.resize(frame_bytes.size());
+  result.maps.resize(schedules.size());
+  // The longest schedules first: they set the layout the shorter ones then reuse.
+  std::vector<std::size_t> by_length(schedules.size());
+  for (std::size_t k = 0; k < by_length.size(); ++k) by_length[k] = k;
+  std::stable_sort(by_length.begin(), by_length.end(), [&](std::size_t a, std::size_t b) {
+    return schedules[a].microbatches() > schedules[b].microbatches();
+  });
+  for (std::size_t index : by_length) {
+    const schedule& s = schedules[index];
+    slot_map map{s.name(), s.microbatches(), {}};
+    for (int c = 0; c < s.chunks(); ++c) map.slots.emplace_back(static_cast<std::size_t>(s.microbatches()), -1);
+    std::vector<std::pair<int, int>> alive;  // (chunk, copy) alive now
+    auto live_ranges = [&]() {
+      std::vector<range> taken;
+      for (const auto& [chunk, copy] : alive) {
+        const auto& layers = frame_bytes[static_cast<std::size_t>(chunk)];
+        for (std::size_t l = 0; l < layers.size(); ++l) {
+          const std::size_t start = result.offsets[static_cast<std::size_t>(chunk)][static_cast<std::size_t>(copy)][l];
+          if (layers[l] > 0) taken.emplace_back(start, start + layers[l]);
+        }
+      }
+      std::sort(taken.begin(), taken.end());
+      return taken;
+    };
+    for (const event& e : s.events()) {
+      const std::size_t chunk = static_cast<std::size_t>(e.chunk);
+      int& copy = map.slots[chunk][static_cast<std::size_t>(e.microbatch)];
+      if (e.kind == phase::backward) {
+        alive.erase(std::find(alive.begin(), alive.end(), std::make_pair(e.chunk, copy)));
+        continue;
+      }
+      const std::vector<range> taken = live_ranges();
+      auto free_at = [&](std::size_t start, std::size_t bytes) {
+        for (const range& r : taken) {
+          if (bytes > 0 && r.first < start + bytes && start < r.second) return false;
+        }
+        return true;
+      };
+      auto held = [&](int k) { return std::find(alive.begin(), alive.end(), std::make_pair(e.chunk, k)) != alive.end(); };
+      const auto& layers = frame_bytes[chunk];
+      auto& copies = result.offsets[chunk];
+      copy = -1;
+      for (int k = 0; k < static_cast<int>(copies.size()) && copy < 0; ++k) {
+        bool fits = !held(k);
+        for (std::size_t l = 0; l < layers.size() && fits; ++l) fits = free_at(copies[static_cast<std::size_t>(k)][l], layers[l]);
+        if (fits) copy = k;
+      }
+      if (copy < 0 && static_cast<int>(copies.size()) < budget) {
+        std::vector<range> around = taken;
+        std::vector<std::size_t>& placed = copies.emplace_back();
+        for (std::size_t bytes : layers) {
+          std::sort(around.begin(), around.end());
+          std::size_t cursor = 0;
+          for (const range& r : around) {
+            if (bytes > 0 && r.first >= cursor + bytes) break;
+            cursor = std::max(cursor, r.second);
+          }
+          if (bytes == 0) cursor = 0;
+          placed.push_back(cursor);
+          if (bytes > 0) around.emplace_back(cursor, cursor + bytes);
+        }
+        copy = static_cast<int>(copies.size()) - 1;
+      }
+      if (copy < 0) {  // the budget is spent and every free copy overlaps live bytes: no layout
+        result.valid = false;
+        return result;
+      }
+      alive.emplace_back(e.chunk, copy);
+    }
+    result.maps[index] = std::move(map);
+  }
+  return result;
 }
 
 /// @return the number of copies per chunk `maps` use: one more than the largest copy index.
