@@ -1,8 +1,11 @@
 // Planner quality over a corpus of pipeline schedules: footprint / lower bound for the offsets and
-// coloring modes, the naive sum (a pool per branch) / lower bound, and planning time.
+// coloring modes, the naive sum (a pool per branch) / lower bound, and planning time; and the two
+// slot rules side by side (m mod S against maps chosen from the schedule, with the default copies
+// budget and with none): footprint / live bound, copies per chunk, planning time.
 //
 // usage: graphpool_bench_planner_quality [--json PATH] [--quick]
-// Host only (no GPU). Prints a summary table and writes JSON (default: planner_quality.json).
+// Host only (no GPU). Prints a summary table and writes JSON (default: planner_quality.json). Exits 1
+// when a quality threshold is missed (--quick: a small corpus in a few seconds, run by ctest).
 
 #include <algorithm>
 #include <chrono>
@@ -19,6 +22,13 @@ using namespace graphpool::plan;
 
 constexpr std::size_t MiB = std::size_t{1} << 20;
 
+// Quick-corpus thresholds (offsets mode, m mod S): measured, with a little room.
+constexpr double quick_offsets_p90 = 1.01;
+constexpr double quick_offsets_worst = 1.23;
+constexpr std::size_t quick_strictly_below_coloring = 40;
+constexpr double quick_schedule_worst = 1.16;
+constexpr std::size_t quick_equal_frames_off_live = 2;
+
 struct corpus_case {
   std::string name;
   problem input;
@@ -26,6 +36,8 @@ struct corpus_case {
 
 struct result_row {
   std::string name;
+  bool single = false;       // one schedule (not a union of microbatch counts)
+  bool equal_frames = false;  // every frame of the same bytes
   std::size_t frames = 0;
   int slots = 0;
   std::size_t lower_bound = 0;
@@ -40,13 +52,21 @@ struct result_row {
   std::size_t optimum = 0;  // proven optimum (equal-size frames), 0 when unknown
   double offsets_ms = 0;
   double coloring_ms = 0;
+  // The schedule slot rule (offsets mode): default budget, and no limit on copies.
+  std::size_t schedule_bytes = 0;
+  int schedule_copies = 0;
+  double schedule_ms = 0;
+  std::size_t unlimited_bytes = 0;
+  int unlimited_copies = 0;
+  double unlimited_ms = 0;
 };
 
 std::vector<schedule> schedules_for(int pp, int rank, int vpp, const std::string& set) {
   std::vector<int> counts;
   if (set == "M=128") counts = {128};
-  if (set == "M=pp..64:pp") {
-    for (int m = pp; m <= 64; m += pp) counts.push_back(m);
+  if (set == "M=24") counts = {24};
+  if (set == "M=pp..64:pp" || set == "M=pp..32:pp") {
+    for (int m = pp; m <= (set == "M=pp..64:pp" ? 64 : 32); m += pp) counts.push_back(m);
   }
   if (set == "M=1..128") {
     for (int m = 1; m <= 128; ++m) counts.push_back(m);
@@ -92,17 +112,28 @@ void add_sizes(problem& p, const std::string& sizes, int vpp) {
   }
 }
 
+// Every rank of a pipeline of `pp` stages (quick: the first, middle and last of PP 8).
+std::vector<int> corpus_ranks(int pp, bool quick) {
+  if (quick && pp == 8) return {0, 4, 7};
+  std::vector<int> ranks(static_cast<std::size_t>(pp));
+  for (int r = 0; r < pp; ++r) ranks[static_cast<std::size_t>(r)] = r;
+  return ranks;
+}
+
 std::vector<corpus_case> make_corpus(bool quick) {
   std::vector<corpus_case> corpus;
-  const std::vector<std::string> sets = quick ? std::vector<std::string>{"M=pp..64:pp"}
+  const std::vector<std::string> sets = quick ? std::vector<std::string>{"M=24", "M=pp..32:pp"}
                                               : std::vector<std::string>{"M=128", "M=pp..64:pp", "M=1..128"};
+  const std::vector<const char*> layouts =
+      quick ? std::vector<const char*>{"1", "mixed"} : std::vector<const char*>{"1", "3", "8", "mixed"};
+  const std::vector<const char*> all_sizes = quick ? std::vector<const char*>{"equal", "heterogeneous"}
+                                                   : std::vector<const char*>{"equal", "4 equal", "4 different", "heterogeneous"};
   for (int pp : {2, 4, 8}) {
-    for (int rank : {0, pp / 2, pp - 1}) {
-      if (rank == pp / 2 && pp == 2) continue;  // rank 1 is pp - 1 already
+    for (int rank : corpus_ranks(pp, quick)) {
       for (int vpp : {1, 2, 4}) {
         for (const std::string& set : sets) {
-          for (const char* layout : {"1", "3", "8", "mixed"}) {
-            for (const char* sizes : {"equal", "4 equal", "4 different", "heterogeneous"}) {
+          for (const char* layout : layouts) {
+            for (const char* sizes : all_sizes) {
               corpus_case c;
               c.name = (vpp == 1 ? "1f1b" : "vpp" + std::to_string(vpp)) + " pp" + std::to_string(pp) + " r" +
                        std::to_string(rank) + " " + set + " layers " + layout + " " + sizes;
@@ -198,6 +229,7 @@ std::size_t equal_size_optimum(const problem& input, const plan& result) {
 double ratio(std::size_t a, std::size_t b) { return b == 0 ? 1.0 : static_cast<double>(a) / static_cast<double>(b); }
 
 double percentile(std::vector<double> values, double q) {
+  if (values.empty()) return 1.0;
   std::sort(values.begin(), values.end());
   return values[static_cast<std::size_t>(q * static_cast<double>(values.size() - 1) + 0.5)];
 }
@@ -242,6 +274,23 @@ int main(int argc, char** argv) {
     if (row.offsets == row.lower_bound) row.optimum = row.lower_bound;
     row.offsets_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
     row.coloring_ms = std::chrono::duration<double, std::milli>(t2 - t1).count();
+    row.single = c.input.schedules.size() == 1;
+    row.equal_frames = std::all_of(offsets.frames.begin(), offsets.frames.end(),
+                                   [&](const planned_frame& f) { return f.bytes == offsets.frames.front().bytes; });
+    problem by_schedule = c.input;
+    by_schedule.rule = slot_rule::schedule;
+    const auto t3 = std::chrono::steady_clock::now();
+    const plan budgeted = make_plan(by_schedule, assignment::offsets);
+    const auto t4 = std::chrono::steady_clock::now();
+    by_schedule.max_copies = 0;
+    const plan unlimited = make_plan(by_schedule, assignment::offsets);
+    const auto t5 = std::chrono::steady_clock::now();
+    row.schedule_bytes = budgeted.saved.footprint_bytes;
+    row.schedule_copies = budgeted.slots;
+    row.schedule_ms = std::chrono::duration<double, std::milli>(t4 - t3).count();
+    row.unlimited_bytes = unlimited.saved.footprint_bytes;
+    row.unlimited_copies = unlimited.slots;
+    row.unlimited_ms = std::chrono::duration<double, std::milli>(t5 - t4).count();
     rows.push_back(row);
   }
 
@@ -287,22 +336,82 @@ int main(int argc, char** argv) {
               above_target, above_target_proven_optimal);
   std::printf("worst offsets / proven optimum, over plans whose optimum is known: %.3f\n", worst_over_optimum);
 
+  // The slot rules side by side, offsets mode: footprint / live bound (no slot map can beat the live
+  // bound), copies per chunk against m mod S's, planning time.
+  struct rule_figures {
+    const char* name;
+    std::vector<double> single;
+    std::vector<double> unions;
+    std::vector<double> copies;
+    std::vector<double> ms;
+  };
+  rule_figures rules[3] = {{"m mod S", {}, {}, {}, {}}, {"schedule, default copies", {}, {}, {}, {}},
+                           {"schedule, no copy limit", {}, {}, {}, {}}};
+  std::size_t schedule_above_mod = 0;
+  std::size_t schedule_over_budget = 0;
+  std::size_t equal_frames_off_live = 0;
+  std::size_t strictly_below_coloring = 0;
+  const result_row* worst_unlimited = &rows.front();
+  for (const result_row& r : rows) {
+    const std::size_t bytes[3] = {r.offsets, r.schedule_bytes, r.unlimited_bytes};
+    const int copies[3] = {r.slots, r.schedule_copies, r.unlimited_copies};
+    const double ms[3] = {r.offsets_ms, r.schedule_ms, r.unlimited_ms};
+    for (int k = 0; k < 3; ++k) {
+      (r.single ? rules[k].single : rules[k].unions).push_back(ratio(bytes[k], r.live_bound));
+      rules[k].copies.push_back(static_cast<double>(copies[k]) / static_cast<double>(r.slots));
+      rules[k].ms.push_back(ms[k]);
+    }
+    schedule_above_mod += r.schedule_bytes > r.offsets ? 1 : 0;
+    schedule_over_budget += r.schedule_copies > 2 * r.slots ? 1 : 0;
+    equal_frames_off_live += r.equal_frames && r.unlimited_bytes != r.live_bound ? 1 : 0;
+    strictly_below_coloring += r.offsets < r.coloring ? 1 : 0;
+    if (ratio(r.unlimited_bytes, r.live_bound) > ratio(worst_unlimited->unlimited_bytes, worst_unlimited->live_bound)) {
+      worst_unlimited = &r;
+    }
+  }
+  auto median_worst = [](const std::vector<double>& values) {
+    char text[32];
+    std::snprintf(text, sizeof(text), "%.3f / %.3f", percentile(values, 0.5), percentile(values, 1.0));
+    return std::string(text);
+  };
+  std::printf("\nslot rules (offsets mode), footprint / live bound over %zu single schedules and %zu unions\n\n",
+              rules[0].single.size(), rules[0].unions.size());
+  std::printf("%-26s %16s %16s %20s %18s\n", "median / worst", "single", "unions", "copies / m mod S's", "planning ms");
+  for (const rule_figures& f : rules) {
+    std::printf("%-26s %16s %16s %20s %18s\n", f.name, median_worst(f.single).c_str(), median_worst(f.unions).c_str(),
+                median_worst(f.copies).c_str(), median_worst(f.ms).c_str());
+  }
+  std::printf("\nworst schedule rule without a copy limit: %s (%.3f of the live bound)\n", worst_unlimited->name.c_str(),
+              ratio(worst_unlimited->unlimited_bytes, worst_unlimited->live_bound));
+  std::printf("offsets (m mod S) strictly below the coloring: %zu plans\n", strictly_below_coloring);
+  std::printf("schedule rule above m mod S: %zu plans; above twice m mod S's copies: %zu plans; equal frames off the "
+              "live bound (no copy limit): %zu plans\n",
+              schedule_above_mod, schedule_over_budget, equal_frames_off_live);
+
   // The planning-time target: PP8 VPP4, every M = 1..128, 8 layers per chunk, 4 branches (median of 5).
   problem target;
   for (int m = 1; m <= 128; ++m) target.schedules.push_back(schedule::interleaved(8, 0, m, 4, 8));
   target.layers_per_chunk = {8};
   target.branches = {{"cp1", 96 * MiB, 16 * MiB}, {"cp2", 52 * MiB, 16 * MiB}, {"cp4", 27 * MiB, 16 * MiB},
                      {"cp8", 15 * MiB, 16 * MiB}};
-  std::vector<double> target_ms;
-  std::size_t target_frames = 0;
-  for (int run = 0; run < 5; ++run) {
-    const auto t0 = std::chrono::steady_clock::now();
-    target_frames = make_plan(target, assignment::offsets).frames.size();
-    target_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-  }
-  const double target_median = percentile(target_ms, 0.5);
-  std::printf("planning PP8 VPP4 M=1..128, 8 layers per chunk, 4 branches (%zu frames): %.1f ms median of 5 "
-              "(target: under 100 ms)\n", target_frames, target_median);
+  auto time_target = [&](const char* what) {
+    std::vector<double> target_ms;
+    std::size_t target_frames = 0;
+    for (int run = 0; run < (quick ? 1 : 5); ++run) {
+      const auto t0 = std::chrono::steady_clock::now();
+      target_frames = make_plan(target, assignment::offsets).frames.size();
+      target_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+    const double median = percentile(target_ms, 0.5);
+    std::printf("planning PP8 VPP4 M=1..128, 8 layers per chunk, 4 branches, %s (%zu frames): %.1f ms, median of %d "
+                "(target: under 100 ms)\n", what, target_frames, median, quick ? 1 : 5);
+    return median;
+  };
+  const double target_median = time_target("m mod S");
+  target.rule = slot_rule::schedule;
+  const double target_schedule_median = time_target("schedule rule, default copies");
+  target.max_copies = 0;
+  const double target_unlimited_median = time_target("schedule rule, no copy limit");
 
   // Megatron-LM's reference: PP4 VPP4 G4, 3 layers per chunk, 8 slots, M = 4..64:4.
   std::vector<std::size_t> reference_arenas;
@@ -337,6 +446,23 @@ int main(int argc, char** argv) {
                above_target_proven_optimal);
   std::fprintf(out, "  \"worst_offsets_over_proven_optimum\": %.4f,\n", worst_over_optimum);
   std::fprintf(out, "  \"target_case_planning_ms\": %.3f,\n", target_median);
+  std::fprintf(out, "  \"target_case_planning_ms_schedule_rule\": {\"default_copies\": %.3f, \"no_copy_limit\": %.3f},\n",
+               target_schedule_median, target_unlimited_median);
+  std::fprintf(out, "  \"slot_rules_footprint_over_live_bound\": {\n");
+  for (int k = 0; k < 3; ++k) {
+    const rule_figures& f = rules[k];
+    std::fprintf(out,
+                 "    \"%s\": {\"single_median\": %.4f, \"single_worst\": %.4f, \"unions_median\": %.4f, "
+                 "\"unions_worst\": %.4f, \"copies_over_mod_median\": %.4f, \"copies_over_mod_worst\": %.4f, "
+                 "\"planning_ms_median\": %.3f, \"planning_ms_worst\": %.3f}%s\n",
+                 f.name, percentile(f.single, 0.5), percentile(f.single, 1.0), percentile(f.unions, 0.5),
+                 percentile(f.unions, 1.0), percentile(f.copies, 0.5), percentile(f.copies, 1.0), percentile(f.ms, 0.5),
+                 percentile(f.ms, 1.0), k < 2 ? "," : "");
+  }
+  std::fprintf(out, "  },\n  \"schedule_rule_above_mod\": %zu,\n  \"schedule_rule_over_copies_budget\": %zu,\n",
+               schedule_above_mod, schedule_over_budget);
+  std::fprintf(out, "  \"equal_frames_off_live_bound\": %zu,\n  \"offsets_strictly_below_coloring\": %zu,\n",
+               equal_frames_off_live, strictly_below_coloring);
   std::fprintf(out, "  \"reference_pp4_vpp4_arenas\": [%zu, %zu, %zu, %zu],\n", reference_arenas[0], reference_arenas[1],
                reference_arenas[2], reference_arenas[3]);
   std::fprintf(out, "  \"cases\": [\n");
@@ -346,13 +472,42 @@ int main(int argc, char** argv) {
                  "    {\"name\": \"%s\", \"frames\": %zu, \"slots\": %d, \"lower_bound_bytes\": %zu, "
                  "\"lower_bound_exact\": %s, \"optimum_bytes\": %zu, \"live_bound_bytes\": %zu, \"naive_bytes\": %zu, \"offsets_bytes\": %zu, "
                  "\"coloring_bytes\": %zu, \"dsatur_bytes\": %zu, \"coloring_arenas\": %zu, \"dsatur_arenas\": %zu, "
-                 "\"offsets_ms\": %.3f, \"coloring_ms\": %.3f}%s\n",
+                 "\"offsets_ms\": %.3f, \"coloring_ms\": %.3f, \"schedule_rule_bytes\": %zu, \"schedule_rule_copies\": %d, "
+                 "\"schedule_rule_ms\": %.3f, \"no_copy_limit_bytes\": %zu, \"no_copy_limit_copies\": %d, "
+                 "\"no_copy_limit_ms\": %.3f}%s\n",
                  r.name.c_str(), r.frames, r.slots, r.lower_bound, r.exact ? "true" : "false", r.optimum, r.live_bound, r.naive,
                  r.offsets, r.coloring, r.dsatur, r.coloring_arenas, r.dsatur_arenas, r.offsets_ms, r.coloring_ms,
+                 r.schedule_bytes, r.schedule_copies, r.schedule_ms, r.unlimited_bytes, r.unlimited_copies, r.unlimited_ms,
                  i + 1 < rows.size() ? "," : "");
   }
   std::fprintf(out, "  ]\n}\n");
   std::fclose(out);
   std::printf("wrote %s\n", json_path.c_str());
-  return 0;
+
+  // Thresholds: what the planner promises on every corpus, and (quick corpus) figures measured on it
+  // with a little room, which a broken placement search or offsets mode would miss.
+  std::vector<std::string> missed;
+  auto expect = [&](bool ok, const std::string& what) {
+    if (!ok) missed.push_back(what);
+  };
+  expect(above_coloring == 0, "offsets above the DSATUR coloring");
+  expect(more_arenas == 0, "coloring with more arenas than DSATUR");
+  expect(schedule_above_mod == 0, "schedule rule (default copies) above m mod S");
+  expect(schedule_over_budget == 0, "schedule rule (default copies) above twice m mod S's copies");
+  expect(percentile(rules[2].single, 0.5) <= 1.005, "schedule rule single schedules: median above 1.005");
+  if (!quick) {  // issue 8's targets; heterogeneous layers miss them today (see the report)
+    expect(equal_frames_off_live == 0, "equal frames off the live bound (schedule rule, no copy limit)");
+    expect(percentile(rules[2].single, 1.0) <= 1.05, "schedule rule single schedules: worst above 1.05");
+    expect(percentile(rules[2].unions, 1.0) <= 1.10, "schedule rule unions: worst above 1.10");
+  } else {
+    expect(equal_frames_off_live <= quick_equal_frames_off_live, "more equal-frame plans off the live bound than measured");
+    expect(percentile(rules[2].single, 1.0) <= quick_schedule_worst, "schedule rule single schedules: worst above measured");
+    expect(percentile(rules[2].unions, 1.0) <= quick_schedule_worst, "schedule rule unions: worst above measured");
+    expect(percentile(offsets_ratio, 0.9) <= quick_offsets_p90, "offsets / lower bound p90 above the quick threshold");
+    expect(percentile(offsets_ratio, 1.0) <= quick_offsets_worst, "offsets / lower bound worst above the quick threshold");
+    expect(strictly_below_coloring >= quick_strictly_below_coloring,
+           "fewer plans with offsets strictly below the coloring than the quick threshold");
+  }
+  for (const std::string& what : missed) std::printf("THRESHOLD MISSED: %s\n", what.c_str());
+  return missed.empty() ? 0 : 1;
 }

@@ -29,11 +29,16 @@ model:
                                (chunk, slot); sizes take B, KiB, MiB, GiB (repeatable)
   --frame-bytes chunk=C,layer=L,branch=NAME,saved=SIZE
                                saved bytes of one (chunk, layer) in one branch (0-based)
-  --slots N                    physical slots (default: the peak over the schedules)
+  --slots N                    physical slots of the mod rule (default: the peak over the schedules)
+  --slot-rule mod|schedule     which copy (slot) a microbatch replays: m mod S (default), or a map
+                               per schedule chosen by the planner (fewer bytes, maybe more copies)
+  --max-copies N               schedule rule: copies per chunk at most N (0 = no limit; default:
+                               twice the copies of m mod S, never a footprint above its plan)
   --alignment N                round every frame up to N bytes (default 256)
 output:
   --mode coloring|offsets      arenas by coloring, or one pool with offsets (default)
-  --json                       print the plan as JSON instead of the table
+  --json                       print the plan as JSON instead of the table (slot_maps: one per
+                               schedule, {"microbatches": M, "map": [[copy of m] per chunk]})
   --emit te-slots              print TransformerEngine's slot tuples instead of the table
   --help                       this text
 
@@ -77,6 +82,12 @@ int main(int argc, char** argv) {
         input.overrides.push_back(parse_frame_bytes_spec(value()));
       } else if (flag == "--slots") {
         input.slots = static_cast<int>(graphpool::plan::detail::parse_integer(value(), "--slots", 1, 1 << 16));
+      } else if (flag == "--slot-rule") {
+        const std::string rule = value();
+        if (rule != "mod" && rule != "schedule") throw bad_flag("--slot-rule '" + rule + "': use mod or schedule");
+        input.rule = rule == "mod" ? slot_rule::mod : slot_rule::schedule;
+      } else if (flag == "--max-copies") {
+        input.max_copies = static_cast<int>(graphpool::plan::detail::parse_integer(value(), "--max-copies", 0, 1 << 16));
       } else if (flag == "--alignment") {
         input.alignment = parse_size(value());
       } else if (flag == "--mode") {

@@ -1,6 +1,8 @@
 #pragma once
-// An independent check of a plan against its schedules: it replays every schedule itself (no
-// conflict graph, no planner code) and fails when two frames alive at the same time share bytes.
+// An independent check of a plan against its schedules: it replays every schedule itself through the
+// plan's slot maps (no conflict graph, no planner code) and fails when a map sends two microbatches
+// alive together to one copy, when two frames alive at the same time share bytes, or when a frame or
+// a returned gradient is too small, lies outside its arena, or the arenas do not add up.
 
 #include <cstddef>
 #include <deque>
@@ -63,11 +65,60 @@ inline verification verify_plan(const plan::problem& input, const plan::plan& re
   if (total != result.saved.footprint_bytes) fail("arena sizes do not add up to the footprint");
 
   std::vector<detail::frame_memory> grads(static_cast<std::size_t>(result.chunks * slots), {0, 0, 0});
+  std::vector<bool> has_grad(grads.size(), false);
   for (const plan::planned_grad& g : result.grads) {
-    grads[static_cast<std::size_t>(g.chunk * slots + g.slot)] = {g.arena, g.offset, g.bytes};
+    const std::string name = "gradient (" + std::to_string(g.chunk) + "," + std::to_string(g.slot) + ")";
+    if (g.chunk < 0 || g.chunk >= result.chunks || g.slot < 0 || g.slot >= slots) {
+      fail(name + " names no (chunk, slot)");
+      continue;
+    }
+    const std::size_t index = static_cast<std::size_t>(g.chunk * slots + g.slot);
+    if (has_grad[index]) fail(name + " is planned twice");
+    has_grad[index] = true;
+    grads[index] = {g.arena, g.offset, g.bytes};
+    if (g.arena >= result.grad_arena_bytes.size() || g.offset + g.bytes > result.grad_arena_bytes[g.arena]) {
+      fail(name + " lies outside its arena");
+    }
+    for (const plan::branch_sizes& b : input.branches) {
+      if (g.bytes < b.grad_per_slot) fail(name + " smaller than branch " + b.name + " returns");
+    }
+  }
+  std::size_t grad_total = 0;
+  for (std::size_t a : result.grad_arena_bytes) grad_total += a;
+  if (grad_total != result.grad.footprint_bytes) fail("gradient arena sizes do not add up to the gradient footprint");
+  for (int c = 0; c < result.chunks; ++c) {
+    const bool layers = !result.layers_per_chunk.empty() && result.layers_per_chunk[static_cast<std::size_t>(c)] > 0;
+    for (int slot = 0; slot < slots; ++slot) {
+      if (layers && !has_grad[static_cast<std::size_t>(c * slots + slot)]) {
+        fail("chunk " + std::to_string(c) + " slot " + std::to_string(slot) + " returns no planned gradient");
+      }
+    }
   }
 
-  for (const plan::schedule& s : input.schedules) {
+  if (result.slot_maps.size() != input.schedules.size()) fail("not one slot map per schedule");
+  for (std::size_t k = 0; k < input.schedules.size() && k < result.slot_maps.size(); ++k) {
+    const plan::schedule& s = input.schedules[k];
+    const plan::slot_map& map = result.slot_maps[k];
+    if (map.microbatches != s.microbatches() || map.slots.size() != static_cast<std::size_t>(result.chunks)) {
+      fail("the slot map of " + s.name() + " has the wrong shape");
+      continue;
+    }
+    for (const std::vector<int>& row : map.slots) {
+      if (row.size() != static_cast<std::size_t>(s.microbatches())) fail("the slot map of " + s.name() + " has the wrong shape");
+      for (int copy : row) {
+        if (copy < 0 || copy >= slots) fail("the slot map of " + s.name() + " names a copy outside [0, slots)");
+      }
+    }
+  }
+  if (!v.ok) return v;
+  if (plan::find_slot_map(result, result.microbatches).microbatches != result.microbatches) fail("find_slot_map");
+
+  for (std::size_t k = 0; k < input.schedules.size(); ++k) {
+    const plan::schedule& s = input.schedules[k];
+    const plan::slot_map& map = result.slot_maps[k];
+    auto group_of = [&](int chunk, int microbatch) {
+      return static_cast<std::size_t>(chunk * slots + map.slots[static_cast<std::size_t>(chunk)][static_cast<std::size_t>(microbatch)]);
+    };
     std::vector<std::deque<int>> pending(static_cast<std::size_t>(result.chunks));
     std::vector<int> next_forward(static_cast<std::size_t>(result.chunks), 0);
     std::vector<std::size_t> alive;  // groups alive now
@@ -78,9 +129,9 @@ inline verification verify_plan(const plan::problem& input, const plan::plan& re
       if (id > 0) {
         const int microbatch = next_forward[static_cast<std::size_t>(chunk)]++;
         pending[static_cast<std::size_t>(chunk)].push_back(microbatch);
-        const std::size_t group = static_cast<std::size_t>(chunk * slots + microbatch % slots);
+        const std::size_t group = group_of(chunk, microbatch);
         for (std::size_t other : alive) {
-          if (other == group) fail("a slot is reused while alive");
+          if (other == group) fail("a copy is replayed by two microbatches alive together in " + s.name());
           for (const auto& a : frames[group]) {
             for (const auto& b : frames[other]) {
               if (detail::share_bytes(a, b)) fail("frames alive together share bytes in " + s.name());
@@ -98,7 +149,7 @@ inline verification verify_plan(const plan::problem& input, const plan::plan& re
       } else {
         const int microbatch = pending[static_cast<std::size_t>(chunk)].front();
         pending[static_cast<std::size_t>(chunk)].pop_front();
-        const std::size_t group = static_cast<std::size_t>(chunk * slots + microbatch % slots);
+        const std::size_t group = group_of(chunk, microbatch);
         for (std::size_t i = 0; i < alive.size(); ++i) {
           if (alive[i] == group) {
             alive.erase(alive.begin() + static_cast<std::ptrdiff_t>(i));

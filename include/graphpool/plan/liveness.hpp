@@ -2,9 +2,10 @@
 /// @file liveness.hpp
 /// @brief Physical slots and frame lifetimes over a set of schedules: which frames may share memory.
 ///
-/// A frame is (chunk, slot, layer); microbatch m of a chunk uses slot m mod S. All layers of one
-/// (chunk, slot) live from its forward to its backward, so liveness is computed per (chunk, slot)
-/// "group" and a frame inherits its group's conflicts. Host-only: no CUDA header.
+/// A frame is (chunk, slot, layer); microbatch m of a chunk uses the slot its schedule's slot map
+/// gives (m mod S by default). All layers of one (chunk, slot) live from its forward to its backward,
+/// so liveness is computed per (chunk, slot) "group" and a frame inherits its group's conflicts.
+/// Host-only: no CUDA header.
 
 #include <algorithm>
 #include <cstddef>
@@ -14,6 +15,7 @@
 #include "graphpool/error.hpp"
 #include "graphpool/plan/conflict_graph.hpp"
 #include "graphpool/plan/schedule.hpp"
+#include "graphpool/plan/slot_map.hpp"
 
 namespace graphpool::plan {
 
@@ -79,24 +81,37 @@ struct liveness {
   return peak;
 }
 
-/// @brief Lifetimes of every (chunk, slot) over `schedules` with `slots` slots (0: count_slots()).
-/// @throws graphpool::error "slot period is shorter than the schedule's liveness" naming the schedule,
-/// the entry and the frame when a forward lands on a slot whose previous microbatch is still alive.
-[[nodiscard]] inline liveness analyze(const std::vector<schedule>& schedules, int slots = 0) {
+/// @brief Lifetimes of every (chunk, slot) over `schedules`, microbatches bound to slots by `maps`
+/// (one per schedule, in order) over `slots` slots per chunk.
+/// @throws graphpool::error naming the schedule, the entry and the frame when a forward lands on a
+/// slot whose previous microbatch is still alive: with `modulo` maps, "slot period is shorter than
+/// the schedule's liveness"; otherwise the map is invalid for the schedule.
+[[nodiscard]] inline liveness analyze(const std::vector<schedule>& schedules, const std::vector<slot_map>& maps,
+                                      int slots, bool modulo) {
   liveness result;
   result.chunks = common_chunks(schedules);
-  result.slots = slots == 0 ? count_slots(schedules) : slots;
-  if (result.slots < 1) throw error("planner: slots must be at least 1, not " + std::to_string(result.slots));
+  result.slots = slots;
   const std::size_t groups = static_cast<std::size_t>(result.chunks) * static_cast<std::size_t>(result.slots);
   if (groups > max_frames) {
     throw error("planner: " + std::to_string(result.chunks) + " chunk(s) x " + std::to_string(result.slots) +
                 " slot(s) is more than the " + std::to_string(max_frames) + " (chunk, slot) pairs one plan may hold");
   }
+  if (maps.size() != schedules.size()) {
+    throw error("planner: " + std::to_string(maps.size()) + " slot map(s) for " + std::to_string(schedules.size()) +
+                " schedule(s); give one map per schedule");
+  }
   result.saved = conflict_graph(groups);
   result.grads = conflict_graph(groups);
   result.alive_events.assign(groups, 0);
 
-  for (const schedule& s : schedules) {
+  for (std::size_t k = 0; k < schedules.size(); ++k) {
+    const schedule& s = schedules[k];
+    const slot_map& map = maps[k];
+    if (map.microbatches != s.microbatches() || map.slots.size() != static_cast<std::size_t>(result.chunks)) {
+      throw error("planner: the slot map for schedule '" + s.name() + "' is for " + std::to_string(map.microbatches) +
+                  " microbatch(es) of " + std::to_string(map.slots.size()) + " chunk(s), not " +
+                  std::to_string(s.microbatches()) + " of " + std::to_string(result.chunks));
+    }
     std::vector<int> holder(groups, -1);       // microbatch alive in each group, -1 when free
     std::vector<std::size_t> since(groups, 0);  // event index of that microbatch's forward
     std::vector<std::size_t> alive;             // groups alive now
@@ -104,7 +119,13 @@ struct liveness {
     const std::vector<event>& events = s.events();
     for (std::size_t i = 0; i < events.size(); ++i) {
       const event& e = events[i];
-      const int slot = e.microbatch % result.slots;
+      const std::vector<int>& row = map.slots[static_cast<std::size_t>(e.chunk)];
+      const int slot = static_cast<std::size_t>(e.microbatch) < row.size() ? row[static_cast<std::size_t>(e.microbatch)] : -1;
+      if (slot < 0 || slot >= result.slots) {
+        throw error("planner: the slot map for schedule '" + s.name() + "' sends chunk " + std::to_string(e.chunk + 1) +
+                    " microbatch " + std::to_string(e.microbatch) + " to slot " + std::to_string(slot) +
+                    ", outside [0, " + std::to_string(result.slots) + ")");
+      }
       const std::size_t g = result.group(e.chunk, slot);
       if (e.kind == phase::forward) {
         if (holder[g] >= 0) {
@@ -112,8 +133,9 @@ struct liveness {
                       "): the forward of chunk " + std::to_string(e.chunk + 1) + " microbatch " +
                       std::to_string(e.microbatch) + " lands on frame (chunk " + std::to_string(e.chunk + 1) +
                       ", slot " + std::to_string(slot) + ") still alive for microbatch " + std::to_string(holder[g]) +
-                      ": slot period is shorter than the schedule's liveness; use at least " +
-                      std::to_string(count_slots(schedules)) + " slots");
+                      (modulo ? ": slot period is shorter than the schedule's liveness; use at least " +
+                                    std::to_string(count_slots(schedules)) + " slots"
+                              : std::string(": the slot map is invalid for this schedule")));
         }
         for (std::size_t other : alive) result.saved.add_conflict(g, other);
         holder[g] = e.microbatch;
@@ -129,6 +151,16 @@ struct liveness {
     }
   }
   return result;
+}
+
+/// @brief Lifetimes of every (chunk, slot) over `schedules` with microbatch m on slot m mod `slots`
+/// (0: count_slots()).
+/// @throws graphpool::error "slot period is shorter than the schedule's liveness" naming the schedule,
+/// the entry and the frame when a forward lands on a slot whose previous microbatch is still alive.
+[[nodiscard]] inline liveness analyze(const std::vector<schedule>& schedules, int slots = 0) {
+  const int period = slots == 0 ? count_slots(schedules) : slots;
+  if (period < 1) throw error("planner: slots must be at least 1, not " + std::to_string(period));
+  return analyze(schedules, modulo_maps(schedules, period), period, true);
 }
 
 }  // namespace graphpool::plan

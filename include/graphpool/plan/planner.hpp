@@ -22,6 +22,7 @@
 #include "graphpool/plan/liveness.hpp"
 #include "graphpool/plan/placement.hpp"
 #include "graphpool/plan/schedule.hpp"
+#include "graphpool/plan/slot_map.hpp"
 
 namespace graphpool::plan {
 
@@ -49,13 +50,20 @@ enum class assignment {
   offsets,   ///< one pool: every frame an offset; conflicting frames never overlap in bytes
 };
 
+/// @brief problem::max_copies when none is given: at most twice the copies m mod S uses.
+inline constexpr int twice_modulo_copies = -1;
+
 /// @brief Everything the planner needs.
 struct problem {
   std::vector<schedule> schedules;             ///< every schedule that will be replayed (same chunks)
   std::vector<int> layers_per_chunk;           ///< one entry (every chunk) or one per chunk; 0 = no frames
   std::vector<branch_sizes> branches;          ///< at least one
   std::vector<saved_bytes_override> overrides;
-  int slots = 0;                 ///< physical slots; 0 = the peak over the schedules
+  int slots = 0;                 ///< physical slots of the mod rule; 0 = the peak over the schedules
+  slot_rule rule = slot_rule::mod;  ///< how microbatches are bound to captured copies (slots)
+  /// Schedule rule: at most this many copies per chunk (0 = no limit). The default allows twice the
+  /// copies of m mod S and never gives a footprint above the m mod S plan's.
+  int max_copies = twice_modulo_copies;
   std::size_t alignment = 256;   ///< every frame's bytes are rounded up to this (a power of two)
 };
 
@@ -97,21 +105,12 @@ struct plan_figures {
   }
 };
 
-/// @brief Which captured copy (slot) each microbatch of one schedule replays, per chunk.
-///
-/// Microbatches that share a slot of a chunk are never alive together in that schedule, so the frames
-/// of a slot can be captured once and replayed by each of them in turn.
-struct slot_map {
-  std::string schedule;                 ///< the schedule's name, for messages
-  int microbatches = 0;                 ///< how many microbatches the schedule runs
-  std::vector<std::vector<int>> slots;  ///< slots[chunk][microbatch]: the slot that microbatch replays
-};
-
 /// @brief The planner's answer.
 struct plan {
   assignment mode = assignment::offsets;
+  slot_rule rule = slot_rule::mod;  ///< the rule asked for (its maps may still be m mod S when those are best)
   int chunks = 0;
-  int slots = 0;
+  int slots = 0;  ///< captured copies per chunk; frames[].slot and slot_maps index them
   int microbatches = 0;  ///< the most microbatches of any schedule given
   std::vector<int> layers_per_chunk;
   std::vector<std::string> branches;
@@ -163,11 +162,13 @@ inline void validate(const problem& p, int chunks) {
 }
 
 /// Orders the squeaky-wheel search starts from: by size, by conflicting weight, by lifetime, by
-/// area (size x lifetime), by color class, and the natural order.
+/// area (size x lifetime), by color class, by slot (a slot map's regions, lowest first), and the
+/// natural order.
 [[nodiscard]] inline std::vector<std::vector<std::size_t>> seed_orders(const conflict_graph& graph,
                                                                        const std::vector<std::size_t>& weights,
                                                                        const std::vector<std::size_t>& lifetimes,
-                                                                       const coloring& colors) {
+                                                                       const coloring& colors,
+                                                                       const std::vector<std::size_t>& slots) {
   const std::size_t n = graph.size();
   std::vector<std::size_t> natural(n);
   std::iota(natural.begin(), natural.end(), std::size_t{0});
@@ -188,8 +189,33 @@ inline void validate(const problem& p, int chunks) {
       sorted([&](std::size_t v) { return key_pair{lifetimes[v], weights[v]}; }),
       sorted([&](std::size_t v) { return key_pair{weights[v] * (lifetimes[v] + 1), weights[v]}; }),
       sorted([&](std::size_t v) { return key_pair{n - colors.colors[v], weights[v]}; }),
+      sorted([&](std::size_t v) { return key_pair{n - slots[v], weights[v]}; }),
       natural,
   };
+}
+
+/// True when no two conflicting vertices of `graph` share a color in `colors`.
+[[nodiscard]] inline bool is_proper(const conflict_graph& graph, const std::vector<std::size_t>& colors) {
+  for (std::size_t v = 0; v < graph.size(); ++v) {
+    bool clash = false;
+    graph.for_each_neighbor(v, [&](std::size_t u) { clash = clash || colors[u] == colors[v]; });
+    if (clash) return false;
+  }
+  return true;
+}
+
+/// True when two conflicting vertices of `graph` share bytes at `offsets`.
+[[nodiscard]] inline bool overlaps_a_conflict(const conflict_graph& graph, const std::vector<std::size_t>& weights,
+                                              const std::vector<std::size_t>& offsets) {
+  for (std::size_t v = 0; v < graph.size(); ++v) {
+    bool overlap = false;
+    graph.for_each_neighbor(v, [&](std::size_t u) {
+      overlap = overlap || (weights[u] > 0 && weights[v] > 0 && offsets[u] < offsets[v] + weights[v] &&
+                            offsets[v] < offsets[u] + weights[u]);
+    });
+    if (overlap) return true;
+  }
+  return false;
 }
 
 /// Where each arena starts when the arenas are laid end to end.
@@ -203,7 +229,7 @@ inline void validate(const problem& p, int chunks) {
 /// whichever is smaller (so offsets never lose to the coloring).
 [[nodiscard]] inline placement place(const conflict_graph& graph, const std::vector<std::size_t>& weights,
                                      const std::vector<std::size_t>& lifetimes, const coloring& colors,
-                                     std::size_t lower_bound) {
+                                     const std::vector<std::size_t>& slots, std::size_t lower_bound) {
   if (graph.size() == 0) return placement{};
   // Each search step re-places every vertex against its placed neighbors: fewer steps on larger,
   // denser graphs (a fixed budget of neighbor visits keeps the plan deterministic and quick).
@@ -211,7 +237,7 @@ inline void validate(const problem& p, int chunks) {
   for (std::size_t v = 0; v < graph.size(); ++v) visits_per_step += graph.degree(v);
   placement_search search;
   search.iterations = std::min<std::size_t>(8'000'000 / visits_per_step, 600);
-  placement searched = best_placement(graph, weights, seed_orders(graph, weights, lifetimes, colors), lower_bound, search);
+  placement searched = best_placement(graph, weights, seed_orders(graph, weights, lifetimes, colors, slots), lower_bound, search);
   if (searched.footprint <= colors.bytes) return searched;
   placement stacked;
   const std::vector<std::size_t> arena_offset = stacked_offsets(colors.arena_bytes);
@@ -237,45 +263,28 @@ inline void validate(const problem& p, int chunks) {
   return graph;
 }
 
-/// @brief Plans the frames of `p` with `mode`.
-/// @throws graphpool::error for bad input (naming the schedule, entry, chunk, layer or branch), and
-/// "slot period is shorter than the schedule's liveness" when `p.slots` is too small.
-[[nodiscard]] inline plan make_plan(const problem& p, assignment mode) {
-  const int chunks = common_chunks(p.schedules);
-  detail::validate(p, chunks);
-  const liveness live = analyze(p.schedules, p.slots);
+namespace detail {
 
-  plan result;
-  result.mode = mode;
-  result.chunks = chunks;
-  result.slots = live.slots;
-  for (const schedule& s : p.schedules) result.microbatches = std::max(result.microbatches, s.microbatches());
+/// Every frame's bytes (the max over its branches, rounded up to the alignment) per (chunk, layer).
+struct frame_sizes {
+  std::vector<int> layers_per_chunk;
+  std::vector<std::string> branches;
+  std::vector<std::vector<std::size_t>> bytes;  ///< [chunk][layer]
+  std::vector<std::size_t> chunk_bytes;         ///< a (chunk, slot) group: the sum over its layers
+  std::size_t naive_per_slot = 0;               ///< every branch's own bytes of one slot of every chunk
+};
+
+[[nodiscard]] inline frame_sizes size_frames(const problem& p, int chunks) {
+  frame_sizes sizes;
   for (int c = 0; c < chunks; ++c) {
-    result.layers_per_chunk.push_back(p.layers_per_chunk.size() == 1 ? p.layers_per_chunk[0]
-                                                                     : p.layers_per_chunk[static_cast<std::size_t>(c)]);
+    sizes.layers_per_chunk.push_back(p.layers_per_chunk.size() == 1 ? p.layers_per_chunk[0]
+                                                                    : p.layers_per_chunk[static_cast<std::size_t>(c)]);
   }
-  for (const branch_sizes& b : p.branches) result.branches.push_back(b.name);
-  for (const schedule& s : p.schedules) {
-    slot_map map{s.name(), s.microbatches(), {}};
-    for (int c = 0; c < chunks; ++c) {
-      std::vector<int>& slots = map.slots.emplace_back(static_cast<std::size_t>(s.microbatches()));
-      for (int m = 0; m < s.microbatches(); ++m) slots[static_cast<std::size_t>(m)] = m % live.slots;
-    }
-    result.slot_maps.push_back(std::move(map));
-  }
-
-  std::size_t frame_count = 0;
-  for (int layers : result.layers_per_chunk) frame_count += static_cast<std::size_t>(layers) * static_cast<std::size_t>(live.slots);
-  if (frame_count > max_frames) {
-    throw error("planner: " + std::to_string(frame_count) + " frames (" + std::to_string(chunks) + " chunk(s) x " +
-                std::to_string(live.slots) + " slot(s) x layers) is more than the " + std::to_string(max_frames) +
-                " one plan may hold; plan fewer layers or chunks at a time");
-  }
-
+  for (const branch_sizes& b : p.branches) sizes.branches.push_back(b.name);
   // Saved bytes per (chunk, layer, branch).
   std::vector<std::vector<std::vector<std::size_t>>> saved(static_cast<std::size_t>(chunks));
   for (int c = 0; c < chunks; ++c) {
-    for (int l = 0; l < result.layers_per_chunk[static_cast<std::size_t>(c)]; ++l) {
+    for (int l = 0; l < sizes.layers_per_chunk[static_cast<std::size_t>(c)]; ++l) {
       std::vector<std::size_t> per_branch;
       for (const branch_sizes& b : p.branches) per_branch.push_back(b.saved_per_layer);
       saved[static_cast<std::size_t>(c)].push_back(per_branch);
@@ -286,30 +295,66 @@ inline void validate(const problem& p, int chunks) {
       throw error("planner: override for chunk " + std::to_string(o.chunk) + ": the schedules have " +
                   std::to_string(chunks) + " chunk(s) (0-based)");
     }
-    const int layers = result.layers_per_chunk[static_cast<std::size_t>(o.chunk)];
+    const int layers = sizes.layers_per_chunk[static_cast<std::size_t>(o.chunk)];
     if (o.layer < 0 || o.layer >= layers) {
       throw error("planner: override for chunk " + std::to_string(o.chunk) + " layer " + std::to_string(o.layer) +
                   ": the chunk has " + std::to_string(layers) + " layer(s) (0-based)");
     }
-    const auto found = std::find(result.branches.begin(), result.branches.end(), o.branch);
-    if (found == result.branches.end()) {
+    const auto found = std::find(sizes.branches.begin(), sizes.branches.end(), o.branch);
+    if (found == sizes.branches.end()) {
       throw error("planner: override for chunk " + std::to_string(o.chunk) + " layer " + std::to_string(o.layer) +
                   " names branch '" + o.branch + "', which is not declared");
     }
     saved[static_cast<std::size_t>(o.chunk)][static_cast<std::size_t>(o.layer)]
-         [static_cast<std::size_t>(found - result.branches.begin())] = o.saved;
+         [static_cast<std::size_t>(found - sizes.branches.begin())] = o.saved;
   }
+  for (int c = 0; c < chunks; ++c) {
+    std::vector<std::size_t>& row = sizes.bytes.emplace_back();
+    for (const std::vector<std::size_t>& per_branch : saved[static_cast<std::size_t>(c)]) {
+      row.push_back(align_up(*std::max_element(per_branch.begin(), per_branch.end()), p.alignment));
+      for (std::size_t bytes : per_branch) sizes.naive_per_slot += align_up(bytes, p.alignment);
+    }
+    sizes.chunk_bytes.push_back(std::accumulate(row.begin(), row.end(), std::size_t{0}));
+  }
+  return sizes;
+}
+
+/// The plan of `p` once microbatches are bound to `slots` copies per chunk by `maps`; `layout`
+/// (offsets[chunk][copy][layer], may be empty) is a placement the maps were built with, kept in
+/// offsets mode when it is valid and smaller than what the placement search finds.
+[[nodiscard]] inline plan plan_with_maps(const problem& p, assignment mode, const frame_sizes& sizes,
+                                         std::vector<slot_map> maps, int slots, bool modulo,
+                                         const std::vector<std::vector<std::vector<std::size_t>>>& layout = {}) {
+  const int chunks = static_cast<int>(sizes.layers_per_chunk.size());
+  std::size_t frame_count = 0;
+  for (int layers : sizes.layers_per_chunk) frame_count += static_cast<std::size_t>(layers) * static_cast<std::size_t>(slots);
+  if (frame_count > max_frames) {
+    throw error("planner: " + std::to_string(frame_count) + " frames (" + std::to_string(chunks) + " chunk(s) x " +
+                std::to_string(slots) + " slot(s) x layers) is more than the " + std::to_string(max_frames) +
+                " one plan may hold; plan fewer layers or chunks at a time");
+  }
+  const liveness live = analyze(p.schedules, maps, slots, modulo);
+
+  plan result;
+  result.mode = mode;
+  result.rule = p.rule;
+  result.chunks = chunks;
+  result.slots = live.slots;
+  for (const schedule& s : p.schedules) result.microbatches = std::max(result.microbatches, s.microbatches());
+  result.layers_per_chunk = sizes.layers_per_chunk;
+  result.branches = sizes.branches;
+  result.slot_maps = std::move(maps);
+  result.saved.naive_bytes = sizes.naive_per_slot * static_cast<std::size_t>(live.slots);
+  const std::vector<std::size_t>& chunk_weight = sizes.chunk_bytes;
 
   // Frames and their weights; groups (chunk, slot) weigh the sum of their layers.
   const std::size_t groups = static_cast<std::size_t>(chunks) * static_cast<std::size_t>(live.slots);
-  std::vector<std::size_t> chunk_weight(static_cast<std::size_t>(chunks), 0);
   std::vector<std::size_t> frame_weights;
   for (int c = 0; c < chunks; ++c) {
     for (int s = 0; s < live.slots; ++s) {
       std::size_t inside = 0;
       for (int l = 0; l < result.layers_per_chunk[static_cast<std::size_t>(c)]; ++l) {
-        const auto& per_branch = saved[static_cast<std::size_t>(c)][static_cast<std::size_t>(l)];
-        const std::size_t bytes = align_up(*std::max_element(per_branch.begin(), per_branch.end()), p.alignment);
+        const std::size_t bytes = sizes.bytes[static_cast<std::size_t>(c)][static_cast<std::size_t>(l)];
         planned_frame f;
         f.chunk = c;
         f.slot = s;
@@ -319,13 +364,7 @@ inline void validate(const problem& p, int chunks) {
         inside += bytes;
         result.frames.push_back(f);
         frame_weights.push_back(bytes);
-        if (s == 0) {
-          for (std::size_t b = 0; b < p.branches.size(); ++b) {
-            result.saved.naive_bytes += align_up(per_branch[b], p.alignment) * static_cast<std::size_t>(live.slots);
-          }
-        }
       }
-      chunk_weight[static_cast<std::size_t>(c)] = inside;
     }
   }
   std::vector<std::size_t> group_weights(groups);
@@ -335,7 +374,29 @@ inline void validate(const problem& p, int chunks) {
   const conflict_graph frame_graph = frame_conflicts(live, result.frames);
 
   // Bounds: a clique of groups is a clique of all their frames, so the group graph gives the clique bound.
-  const clique heaviest = max_weight_clique(live.saved, group_weights);
+  // Any valid coloring of the groups bounds every clique from above: the search stops when it meets one.
+  const coloring group_coloring = best_coloring(live.saved, group_weights, dsatur(live.saved, group_weights));
+  std::vector<std::size_t> group_slots(groups);
+  for (std::size_t g = 0; g < groups; ++g) group_slots[g] = g % static_cast<std::size_t>(live.slots);
+  std::size_t clique_ceiling = group_coloring.bytes;
+  if (detail::is_proper(live.saved, group_slots)) {
+    clique_ceiling = std::min(clique_ceiling, make_coloring(group_slots, group_weights).bytes);
+  }
+  placement given;  // the layout the maps came with, when it holds every frame and no conflicting two overlap
+  if (!layout.empty()) {
+    given.offsets.resize(n);
+    for (std::size_t f = 0; f < n; ++f) {
+      const planned_frame& frame = result.frames[f];
+      const auto& copies = layout[static_cast<std::size_t>(frame.chunk)];
+      given.offsets[f] = static_cast<std::size_t>(frame.slot) < copies.size()
+                             ? copies[static_cast<std::size_t>(frame.slot)][static_cast<std::size_t>(frame.layer)]
+                             : 0;
+      given.footprint = std::max(given.footprint, given.offsets[f] + frame_weights[f]);
+    }
+    if (detail::overlaps_a_conflict(frame_graph, frame_weights, given.offsets)) given = placement{};
+    if (!given.offsets.empty()) clique_ceiling = std::min(clique_ceiling, given.footprint);
+  }
+  const clique heaviest = max_weight_clique(live.saved, group_weights, 2'000'000, clique_ceiling);
   result.saved.lower_bound_bytes = heaviest.weight;
   result.saved.lower_bound_exact = heaviest.exact;
   result.saved.live_bound_bytes = peak_live_bytes(p.schedules, chunk_weight);
@@ -356,23 +417,29 @@ inline void validate(const problem& p, int chunks) {
     // Whole groups placed (a group's layers back to back), frames placed one by one (they can pack
     // where whole groups cannot, around an odd cycle of groups), and the frame coloring stacked (so
     // offsets never take more than the coloring): the smallest wins.
-    const coloring group_coloring = best_coloring(live.saved, group_weights, dsatur(live.saved, group_weights));
     const placement groups_placed =
-        detail::place(live.saved, group_weights, live.alive_events, group_coloring, heaviest.weight);
+        detail::place(live.saved, group_weights, live.alive_events, group_coloring, group_slots, heaviest.weight);
     std::size_t footprint = groups_placed.footprint;
     for (std::size_t f = 0; f < n; ++f) {
       result.frames[f].offset += groups_placed.offsets[live.group(result.frames[f].chunk, result.frames[f].slot)];
     }
     if (footprint > heaviest.weight) {
       std::vector<std::size_t> frame_lifetimes(n);
+      std::vector<std::size_t> frame_slots(n);
       for (std::size_t f = 0; f < n; ++f) {
         frame_lifetimes[f] = live.alive_events[live.group(result.frames[f].chunk, result.frames[f].slot)];
+        frame_slots[f] = static_cast<std::size_t>(result.frames[f].slot);
       }
-      const placement frames_placed = detail::place(frame_graph, frame_weights, frame_lifetimes, colors, heaviest.weight);
+      const placement frames_placed =
+          detail::place(frame_graph, frame_weights, frame_lifetimes, colors, frame_slots, heaviest.weight);
       if (frames_placed.footprint < footprint) {
         footprint = frames_placed.footprint;
         for (std::size_t f = 0; f < n; ++f) result.frames[f].offset = frames_placed.offsets[f];
       }
+    }
+    if (!given.offsets.empty() && given.footprint < footprint) {
+      footprint = given.footprint;
+      for (std::size_t f = 0; f < n; ++f) result.frames[f].offset = given.offsets[f];
     }
     result.saved.footprint_bytes = footprint;
     for (planned_frame& f : result.frames) f.arena = 0;
@@ -395,7 +462,11 @@ inline void validate(const problem& p, int chunks) {
   const conflict_graph grad_graph = live.grads.subgraph(grad_groups);
   const std::vector<std::size_t> grad_weights(grad_groups.size(), grad_bytes);
   std::vector<std::size_t> grad_lifetimes;
-  for (std::size_t g : grad_groups) grad_lifetimes.push_back(live.alive_events[g]);
+  std::vector<std::size_t> grad_slots;
+  for (std::size_t g : grad_groups) {
+    grad_lifetimes.push_back(live.alive_events[g]);
+    grad_slots.push_back(g % static_cast<std::size_t>(live.slots));
+  }
   const clique grad_clique = max_weight_clique(grad_graph, grad_weights);
   result.grad.lower_bound_bytes = grad_clique.weight;
   result.grad.lower_bound_exact = grad_clique.exact;
@@ -409,7 +480,7 @@ inline void validate(const problem& p, int chunks) {
   result.grad.coloring_arenas = grad_baseline.arenas();
   const placement grads_placed =
       mode == assignment::offsets
-          ? detail::place(grad_graph, grad_weights, grad_lifetimes, grad_colors, grad_clique.weight)
+          ? detail::place(grad_graph, grad_weights, grad_lifetimes, grad_colors, grad_slots, grad_clique.weight)
           : placement{};
   for (std::size_t i = 0; i < grad_groups.size(); ++i) {
     planned_grad grad;
@@ -430,6 +501,74 @@ inline void validate(const problem& p, int chunks) {
   }
   result.grad.arenas = result.grad_arena_bytes.size();
   return result;
+}
+
+}  // namespace detail
+
+/// @brief Plans the frames of `p` with `mode`.
+///
+/// With the mod rule, microbatch m replays slot m mod S. With the schedule rule, m mod S and maps
+/// chosen from the schedules (regions by start time, lowest or best-fitting, or copies laid out byte
+/// by byte as the schedules replay) are planned, and the
+/// smallest footprint within the copies budget wins (then the fewest copies); the search stops at the
+/// live bound, which no map can beat.
+/// @throws graphpool::error for bad input (naming the schedule, entry, chunk, layer or branch), and
+/// "slot period is shorter than the schedule's liveness" when `p.slots` is too small.
+[[nodiscard]] inline plan make_plan(const problem& p, assignment mode) {
+  const int chunks = common_chunks(p.schedules);
+  detail::validate(p, chunks);
+  const detail::frame_sizes sizes = detail::size_frames(p, chunks);
+  if (p.rule == slot_rule::mod) {
+    if (p.max_copies != twice_modulo_copies) {
+      throw error("planner: max_copies " + std::to_string(p.max_copies) +
+                  " applies to the schedule slot rule; with the mod rule give slots instead");
+    }
+    const int slots = p.slots == 0 ? count_slots(p.schedules) : p.slots;
+    if (slots < 1) throw error("planner: slots must be at least 1, not " + std::to_string(slots));
+    return detail::plan_with_maps(p, mode, sizes, modulo_maps(p.schedules, slots), slots, true);
+  }
+  if (p.slots != 0) {
+    throw error("planner: slots " + std::to_string(p.slots) +
+                " applies to the mod slot rule; with the schedule rule give max_copies instead");
+  }
+  const int period = count_slots(p.schedules);
+  if (p.max_copies < 0 && p.max_copies != twice_modulo_copies) {
+    throw error("planner: max_copies " + std::to_string(p.max_copies) + " cannot be negative; give 0 for no limit");
+  }
+  if (p.max_copies > 0 && p.max_copies < period) {
+    throw error("planner: max_copies " + std::to_string(p.max_copies) + " is below the " + std::to_string(period) +
+                " microbatches one chunk holds at once; allow at least " + std::to_string(period) +
+                " copies (0 = no limit)");
+  }
+  int budget = p.max_copies == twice_modulo_copies ? 2 * period : p.max_copies;
+  if (budget == 0) {
+    budget = 1;
+    for (const schedule& s : p.schedules) budget = std::max(budget, s.microbatches() * chunks);
+  }
+  auto better = [](const plan& a, const plan& b) {
+    if (a.saved.footprint_bytes != b.saved.footprint_bytes) return a.saved.footprint_bytes < b.saved.footprint_bytes;
+    if (a.slots != b.slots) return a.slots < b.slots;
+    return a.grad.footprint_bytes < b.grad.footprint_bytes;
+  };
+  // m mod S first: the fewest copies, and the footprint every map must beat.
+  plan best = detail::plan_with_maps(p, mode, sizes, modulo_maps(p.schedules, period), period, false);
+  for (region_choice choice : {region_choice::lowest, region_choice::best_fit}) {
+    if (best.saved.footprint_bytes <= best.saved.live_bound_bytes) break;
+    std::vector<slot_map> maps = schedule_maps(p.schedules, sizes.chunk_bytes, budget, choice);
+    const int copies = copies_used(maps);
+    plan candidate = detail::plan_with_maps(p, mode, sizes, std::move(maps), copies, false);
+    if (better(candidate, best)) best = std::move(candidate);
+  }
+  if (best.saved.footprint_bytes > best.saved.live_bound_bytes) {
+    // Laid out as the schedules replay; useless when the budget forced copies onto live bytes.
+    packed_maps packed = pack_maps(p.schedules, sizes.bytes, budget);
+    if (packed.valid) {
+      const int copies = copies_used(packed.maps);
+      plan candidate = detail::plan_with_maps(p, mode, sizes, std::move(packed.maps), copies, false, packed.offsets);
+      if (better(candidate, best)) best = std::move(candidate);
+    }
+  }
+  return best;
 }
 
 /// @return the slot map of `p` for a schedule of `microbatches` microbatches (the first one planned).

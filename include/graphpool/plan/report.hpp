@@ -25,8 +25,8 @@ namespace graphpool::plan {
   using graphpool::detail::format_bytes;
   std::string text;
   char line[256];
-  std::snprintf(line, sizeof(line), "plan: %s, %d chunk(s), %d slot(s), %zu frame(s), %zu branch(es)\n\n",
-                to_string(p.mode), p.chunks, p.slots, p.frames.size(), p.branches.size());
+  std::snprintf(line, sizeof(line), "plan: %s, slot rule %s, %d chunk(s), %d slot(s), %zu frame(s), %zu branch(es)\n\n",
+                to_string(p.mode), to_string(p.rule), p.chunks, p.slots, p.frames.size(), p.branches.size());
   text += line;
   std::snprintf(line, sizeof(line), "%-18s %14s %14s\n", "", "saved", "returned grads");
   text += line;
@@ -78,6 +78,7 @@ namespace graphpool::plan {
     return std::string(line);
   };
   json += std::string("  \"mode\": \"") + to_string(p.mode) + "\",\n";
+  json += std::string("  \"slot_rule\": \"") + to_string(p.rule) + "\",\n";
   number("chunks", static_cast<std::size_t>(p.chunks));
   number("slots", static_cast<std::size_t>(p.slots));
   number("footprint_bytes", p.saved.footprint_bytes);
@@ -121,6 +122,17 @@ namespace graphpool::plan {
                   g.chunk, g.slot, g.arena, g.offset, g.bytes, i + 1 < p.grads.size() ? "," : "");
     json += line;
   }
+  json += "  ],\n  \"slot_maps\": [\n";
+  for (std::size_t i = 0; i < p.slot_maps.size(); ++i) {
+    const slot_map& map = p.slot_maps[i];
+    json += "    {\"microbatches\": " + std::to_string(map.microbatches) + ", \"map\": [";
+    for (std::size_t c = 0; c < map.slots.size(); ++c) {
+      json += c ? ", [" : "[";
+      for (std::size_t m = 0; m < map.slots[c].size(); ++m) json += (m ? ", " : "") + std::to_string(map.slots[c][m]);
+      json += "]";
+    }
+    json += std::string("]}") + (i + 1 < p.slot_maps.size() ? "," : "") + "\n";
+  }
   return json + "  ]\n}\n";
 }
 
@@ -137,11 +149,14 @@ struct te_slot {
 
 /// @return the tuples for every graph input of `microbatches` microbatches (0: the plan's largest),
 /// per branch v, chunk-major, then microbatch, then layer, as Megatron-LM fills them: saved_arena =
-/// the frame's color, io_slot = m mod S, branch = v*S + io_slot, warmup_group = v * (layers in all
+/// the frame's color, io_slot = the copy the plan's slot map gives microbatch m (m mod S with the
+/// default mod rule), branch = v*S + io_slot, warmup_group = v * (layers in all
 /// chunks) + the chunk's first layer + layer, grad_arena = the (chunk, slot) gradient's color.
 /// Chunks and layers are 0-based. The arenas are the coloring's, whatever the plan's mode.
+/// @throws graphpool::error when the plan has no slot map for `microbatches` (see find_slot_map).
 [[nodiscard]] inline std::vector<te_slot> te_slots(const plan& p, int microbatches = 0) {
   if (microbatches <= 0) microbatches = p.microbatches;
+  const slot_map& map = find_slot_map(p, microbatches);
   std::vector<int> first_layer(static_cast<std::size_t>(p.chunks), 0);
   int callables = 0;
   for (int c = 0; c < p.chunks; ++c) {
@@ -159,7 +174,7 @@ struct te_slot {
   for (int v = 0; v < static_cast<int>(p.branches.size()); ++v) {
     for (int c = 0; c < p.chunks; ++c) {
       for (int m = 0; m < microbatches; ++m) {
-        const int s = m % p.slots;
+        const int s = map.slots[static_cast<std::size_t>(c)][static_cast<std::size_t>(m)];
         const std::size_t group = static_cast<std::size_t>(c * p.slots + s);
         for (int l = 0; l < p.layers_per_chunk[static_cast<std::size_t>(c)]; ++l) {
           te_slot t;
