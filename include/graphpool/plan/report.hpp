@@ -95,19 +95,7 @@ namespace graphpool::plan {
   json += "  \"grad_arena_bytes\": " + sizes(p.grad_arena_bytes) + ",\n";
   json += "  \"branches\": [";
   for (std::size_t b = 0; b < p.branches.size(); ++b) json += (b ? ", " : "") + graphpool::detail::json_quote(p.branches[b]);
-  json += "],\n  \"slot_maps\": [";
-  for (std::size_t m = 0; m < p.slot_maps.size(); ++m) {
-    const slot_map& map = p.slot_maps[m];
-    json += std::string(m ? "," : "") + "\n    {\"schedule\": " + graphpool::detail::json_quote(map.schedule) +
-            ", \"microbatches\": " + std::to_string(map.microbatches) + ", \"map\": [";
-    for (std::size_t c = 0; c < map.slots.size(); ++c) {
-      json += c ? ", [" : "[";
-      for (std::size_t i = 0; i < map.slots[c].size(); ++i) json += (i ? ", " : "") + std::to_string(map.slots[c][i]);
-      json += "]";
-    }
-    json += "]}";
-  }
-  json += "\n  ],\n  \"frames\": [\n";
+  json += "],\n  \"frames\": [\n";
   for (std::size_t i = 0; i < p.frames.size(); ++i) {
     const planned_frame& f = p.frames[i];
     std::snprintf(line, sizeof(line),
