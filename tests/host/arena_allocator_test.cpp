@@ -4,7 +4,6 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
-#include <map>
 #include <string>
 #include <thread>
 #include <vector>
@@ -12,6 +11,7 @@
 #include "catch.hpp"
 #include "graphpool/memory/arena_allocator.hpp"
 #include "graphpool/memory/host_resource.hpp"
+#include "counting_resource.hpp"
 #include "memory_check.hpp"
 
 using graphpool::arena_allocator;
@@ -21,46 +21,13 @@ using graphpool::host_resource;
 using graphpool::part;
 using graphpool::slot_id;
 using graphpool::storage;
+using graphpool::testing::counting_resource;
 using graphpool::testing::overlaps;
 using graphpool::testing::contains_text;
 
 namespace {
 
 constexpr std::size_t KiB = 1024;
-
-// Host memory that counts what is live and can be told to fail the n-th allocation.
-class counting_resource {
- public:
-  void* allocate_sync(std::size_t bytes, std::size_t alignment) {
-    if (fail_at_ >= 0 && calls_++ == fail_at_) throw graphpool::error("planted upstream failure");
-    void* ptr = host_.allocate_sync(bytes, alignment);
-    live_[ptr] = bytes;
-    return ptr;
-  }
-  void deallocate_sync(void* ptr, std::size_t bytes, std::size_t alignment) noexcept {
-    if (live_.count(ptr) == 1 && live_[ptr] == bytes) live_.erase(ptr);
-    else ++mismatched_frees_;
-    host_.deallocate_sync(ptr, bytes, alignment);
-  }
-  void fail_at(int call) {
-    fail_at_ = call;
-    calls_ = 0;
-  }
-  [[nodiscard]] std::size_t live_allocations() const { return live_.size(); }
-  [[nodiscard]] std::size_t live_bytes() const {
-    std::size_t sum = 0;
-    for (const auto& [ptr, bytes] : live_) sum += bytes;
-    return sum;
-  }
-  [[nodiscard]] int mismatched_frees() const { return mismatched_frees_; }
-
- private:
-  host_resource host_;
-  std::map<void*, std::size_t> live_;
-  int fail_at_ = -1;
-  int calls_ = 0;
-  int mismatched_frees_ = 0;
-};
 
 // Gives every branch its own window (separate host buffers), like the virtual-memory upstream does
 // with separate virtual addresses over shared physical pages.

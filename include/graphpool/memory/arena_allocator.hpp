@@ -281,9 +281,10 @@ class arena_allocator final {
   ~arena_allocator() { release(); }
 
   /// @brief Declares an arena that several slots will share (their lifetimes must never overlap).
-  /// @throws graphpool::error after reserve() or when the name is taken.
+  /// @throws graphpool::error after reserve(), for an empty name, or when the name is taken.
   arena_id declare_arena(std::string name) {
     require_declaring("declare_arena('" + name + "')");
+    require_name("declare_arena", "arena", name);
     for (const detail::arena_record& a : arenas_) {
       if (a.name == name) throw error("declare_arena: an arena named '" + name + "' already exists");
     }
@@ -292,18 +293,20 @@ class arena_allocator final {
   }
 
   /// @brief Declares a slot with an arena of its own (named after the slot).
-  /// @throws graphpool::error after reserve() or when a slot or arena of that name exists.
+  /// @throws graphpool::error after reserve(), for an empty name, or when a slot or arena of that name exists.
   slot_id declare_slot(std::string name) {
     require_declaring("declare_slot('" + name + "')");
+    require_name("declare_slot", "slot", name);
     require_new_slot_name(name);
     const arena_id own = declare_arena(name);
     return add_slot(std::move(name), own);
   }
 
   /// @brief Declares a slot that shares `arena` with the other slots placed in it.
-  /// @throws graphpool::error after reserve(), for an unknown arena, or when the name is taken.
+  /// @throws graphpool::error after reserve(), for an unknown arena, an empty name, or when the name is taken.
   slot_id declare_slot(std::string name, arena_id arena) {
     require_declaring("declare_slot('" + name + "')");
+    require_name("declare_slot", "slot", name);
     require_new_slot_name(name);
     if (arena.index >= arenas_.size()) {
       throw error("declare_slot('" + name + "'): unknown arena " + std::to_string(arena.index) + "; this allocator has " +
@@ -315,11 +318,12 @@ class arena_allocator final {
   /// @brief Declares a branch of `slot` with its persistent layout.
   ///
   /// Every branch of a slot must declare the same outputs (they share that storage).
-  /// @throws graphpool::error after reserve(), for an unknown slot, a taken name, a bad alignment, or
-  /// outputs that differ from the slot's first branch (naming both branches and the first differing part).
+  /// @throws graphpool::error after reserve(), for an unknown slot, an empty or taken name, a bad alignment,
+  /// or outputs that differ from the slot's first branch (naming both branches and the first differing part).
   branch_id declare_branch(slot_id slot, std::string name, branch_layout layout) {
     require_declaring("declare_branch('" + name + "')");
     detail::slot_record& record = slot_at(slot, "declare_branch");
+    require_name(("declare_branch in slot '" + record.name + "'").c_str(), "branch", name);
     const std::string where = "slot '" + record.name + "' branch '" + name + "'";
     for (const detail::placed_branch& b : record.branches) {
       if (b.name == name) throw error(where + ": the slot already has a branch of that name");
@@ -427,6 +431,14 @@ class arena_allocator final {
     }
   }
 
+  // Names identify slots, branches and arenas in every message and in statistics: an empty one says nothing.
+  static void require_name(const char* call, const char* kind, const std::string& name) {
+    if (name.empty()) {
+      throw error(std::string(call) + ": the " + kind + " name is empty; give every " + kind +
+                  " a non-empty name (it identifies the " + kind + " in errors and statistics)");
+    }
+  }
+
   void require_new_slot_name(const std::string& name) const {
     for (const detail::slot_record& s : slots_) {
       if (s.name == name) throw error("declare_slot: a slot named '" + name + "' already exists");
@@ -508,12 +520,14 @@ class arena_allocator final {
     arena_statistics need;
     need.name = arena.name;
     need.slots = arena.slots.size();
+    bool any_branch = false;  // the first branch sets the size whatever its name
     for (std::uint32_t s : arena.slots) {
       const detail::slot_record& slot = slots_[s];
       need.windows = std::max(need.windows, slot.branches.size());
       for (const detail::placed_branch& b : slot.branches) {
         need.alignment = std::max(need.alignment, alignment_of(b.layout));
-        if (need.largest_slot.empty() || b.extent > need.bytes) {
+        if (!any_branch || b.extent > need.bytes) {
+          any_branch = true;
           need.bytes = b.extent;
           need.largest_slot = slot.name;
           need.largest_branch = b.name;
