@@ -262,6 +262,28 @@ TEST_CASE("an upstream that returns too few windows is refused, and its windows 
   CHECK(upstream.live_windows == 0);
 }
 
+TEST_CASE("a CUDA status from the upstream survives into reserve()'s error", "[arena][errors]") {
+  // An upstream failing as cuda_pool_resource does when the device is out of memory (status 2).
+  struct out_of_memory_resource {
+    void* allocate_sync(std::size_t bytes, std::size_t) {
+      throw graphpool::error("cudaMallocFromPoolAsync of " + std::to_string(bytes) + " bytes failed", 2);
+    }
+    void deallocate_sync(void*, std::size_t, std::size_t) noexcept {}
+  } upstream;
+  arena_allocator<out_of_memory_resource> arenas(upstream);
+  arenas.declare_branch(arenas.declare_slot("layer0"), "cp1", saved_only(MiB));
+  try {
+    arenas.reserve();
+    FAIL("reserve() succeeded on an upstream that always fails");
+  } catch (const graphpool::error& e) {
+    CHECK(e.cuda_code() == 2);
+    CHECK_THAT(std::string(e.what()), contains_text("reserve: arena 'layer0' of 1.00 MiB (1048576 bytes, 1 window(s)) "
+                                                    "could not be taken from the upstream: cudaMallocFromPoolAsync of "
+                                                    "1048576 bytes failed"));
+  }
+  CHECK_FALSE(arenas.reserved());
+}
+
 // --- Messages no other test reads -------------------------------------------------------------------
 
 TEST_CASE("the host resource says how much it could not allocate", "[resource][errors]") {
