@@ -23,31 +23,12 @@ using graphpool::slot_id;
 using graphpool::storage;
 using graphpool::testing::counting_resource;
 using graphpool::testing::overlaps;
+using graphpool::testing::windowed_resource;
 using graphpool::testing::contains_text;
 
 namespace {
 
 constexpr std::size_t KiB = 1024;
-
-// Gives every branch its own window (separate host buffers), like the virtual-memory upstream does
-// with separate virtual addresses over shared physical pages.
-class windowed_resource {
- public:
-  std::vector<void*> allocate_windows(std::size_t bytes, std::size_t alignment, std::size_t windows) {
-    std::vector<void*> result;
-    for (std::size_t i = 0; i < windows; ++i) result.push_back(host_.allocate_sync(bytes, alignment));
-    live_windows += windows;
-    return result;
-  }
-  void deallocate_windows(const std::vector<void*>& windows, std::size_t bytes, std::size_t alignment) noexcept {
-    for (void* w : windows) host_.deallocate_sync(w, bytes, alignment);
-    live_windows -= windows.size();
-  }
-  std::size_t live_windows = 0;
-
- private:
-  host_resource host_;
-};
 
 branch_layout saved_only(std::size_t bytes) { return branch_layout{{}, {part(bytes)}}; }
 

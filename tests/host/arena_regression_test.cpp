@@ -50,25 +50,20 @@ bool write_through_whole_branch(const graphpool::branch_view& view, unsigned cha
   return bytes[0] == value && bytes[view.bytes() - 1] == value;
 }
 
-// An upstream with windows that returns one window fewer than asked: a broken upstream the
-// allocator must refuse, returning what it was given.
-class short_windows_resource {
- public:
-  std::vector<void*> allocate_windows(std::size_t bytes, std::size_t alignment, std::size_t windows) {
-    std::vector<void*> result;
-    for (std::size_t i = 0; i + 1 < windows; ++i) result.push_back(host_.allocate_sync(bytes, alignment));
-    live_windows += result.size();
-    return result;
+// Runs `body(t)` on `thread_count` threads that start together, so that their calls really overlap.
+template <class Body>
+void run_together(int thread_count, Body body) {
+  std::atomic<int> ready{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < thread_count; ++t) {
+    threads.emplace_back([&, t] {
+      ready.fetch_add(1);
+      while (ready.load() < thread_count) std::this_thread::yield();
+      body(t);
+    });
   }
-  void deallocate_windows(const std::vector<void*>& windows, std::size_t bytes, std::size_t alignment) noexcept {
-    for (void* w : windows) host_.deallocate_sync(w, bytes, alignment);
-    live_windows -= windows.size();
-  }
-  std::size_t live_windows = 0;
-
- private:
-  counting_resource host_;
-};
+  for (auto& thread : threads) thread.join();
+}
 
 }  // namespace
 
@@ -251,8 +246,9 @@ TEST_CASE("a failed reserve returns what it took, around unused arenas too", "[a
 }
 
 TEST_CASE("an upstream that returns too few windows is refused, and its windows are returned", "[arena][leaks][errors]") {
-  short_windows_resource upstream;
-  arena_allocator<short_windows_resource> arenas(upstream);
+  graphpool::testing::windowed_resource upstream;
+  upstream.missing_windows = 1;
+  arena_allocator<graphpool::testing::windowed_resource> arenas(upstream);
   const slot_id slot = arenas.declare_slot("layer0");
   for (int b = 0; b < 3; ++b) arenas.declare_branch(slot, "cp" + std::to_string(1 << b), saved_only(KiB));
   CHECK_THROWS_WITH(arenas.reserve(), contains_text("reserve: arena 'layer0' of 1.00 KiB (1024 bytes, 3 window(s)) could "
@@ -346,33 +342,24 @@ TEST_CASE("views, cursors, lookups and statistics after reserve() are race-free 
   arenas.reserve();
   const auto expected = arenas.statistics();
 
-  constexpr int thread_count = 4;
-  std::atomic<int> ready{0};
   std::atomic<int> wrong{0};
-  std::vector<std::thread> threads;
-  for (int t = 0; t < thread_count; ++t) {
-    threads.emplace_back([&, t] {
-      // Start together so that the reads really overlap.
-      ready.fetch_add(1);
-      while (ready.load() < thread_count) std::this_thread::yield();
-      for (int i = 0; i < 500; ++i) {
-        const std::size_t s = static_cast<std::size_t>(i + t) % slots.size();
-        const branch_id b{static_cast<std::uint32_t>(i % 4)};
-        const auto view = arenas.view(slots[s], b);
-        if (view.output(0) != arenas.view(slots[s], branch_id{0}).output(0)) ++wrong;
-        auto cursor = arenas.cursor(slots[s], b);
-        if (cursor.allocate(128) != view.output(0) || cursor.allocate(64) != view.saved(0)) ++wrong;
-        if (arenas.find_slot("slot" + std::to_string(s)) != slots[s]) ++wrong;
-        if (arenas.find_branch(slots[s], "b" + std::to_string(i % 4)) != b) ++wrong;
-        if (i % 50 == 0) {
-          const auto stats = arenas.statistics();
-          if (stats.reserved_bytes != expected.reserved_bytes || stats.summary() != expected.summary()) ++wrong;
-        }
-        if (!arenas.reserved() || view.describe().empty()) ++wrong;
+  run_together(4, [&](int t) {
+    for (int i = 0; i < 500; ++i) {
+      const std::size_t s = static_cast<std::size_t>(i + t) % slots.size();
+      const branch_id b{static_cast<std::uint32_t>(i % 4)};
+      const auto view = arenas.view(slots[s], b);
+      if (view.output(0) != arenas.view(slots[s], branch_id{0}).output(0)) ++wrong;
+      auto cursor = arenas.cursor(slots[s], b);
+      if (cursor.allocate(128) != view.output(0) || cursor.allocate(64) != view.saved(0)) ++wrong;
+      if (arenas.find_slot("slot" + std::to_string(s)) != slots[s]) ++wrong;
+      if (arenas.find_branch(slots[s], "b" + std::to_string(i % 4)) != b) ++wrong;
+      if (i % 50 == 0) {
+        const auto stats = arenas.statistics();
+        if (stats.reserved_bytes != expected.reserved_bytes || stats.summary() != expected.summary()) ++wrong;
       }
-    });
-  }
-  for (auto& thread : threads) thread.join();
+      if (!arenas.reserved() || view.describe().empty()) ++wrong;
+    }
+  });
   CHECK(wrong == 0);
 }
 
@@ -380,27 +367,20 @@ TEST_CASE("the host resource allocates and frees from many threads at once", "[r
   host_resource host;
   counting_resource counting;
   constexpr int thread_count = 4;
-  std::atomic<int> ready{0};
   std::atomic<int> misaligned{0};
-  std::vector<std::thread> threads;
-  for (int t = 0; t < thread_count; ++t) {
-    threads.emplace_back([&, t] {
-      ready.fetch_add(1);
-      while (ready.load() < thread_count) std::this_thread::yield();
-      for (int i = 0; i < 300; ++i) {
-        const std::size_t alignment = std::size_t{1} << (4 + (i + t) % 9);
-        const std::size_t bytes = 64 + 8 * static_cast<std::size_t>(i);
-        void* a = host.allocate_sync(bytes, alignment);
-        void* b = counting.allocate_sync(bytes, alignment);
-        if (reinterpret_cast<std::uintptr_t>(a) % alignment != 0) ++misaligned;
-        std::memset(a, t, bytes);
-        std::memset(b, t, bytes);
-        host.deallocate_sync(a, bytes, alignment);
-        counting.deallocate_sync(b, bytes, alignment);
-      }
-    });
-  }
-  for (auto& thread : threads) thread.join();
+  run_together(thread_count, [&](int t) {
+    for (int i = 0; i < 300; ++i) {
+      const std::size_t alignment = std::size_t{1} << (4 + (i + t) % 9);
+      const std::size_t bytes = 64 + 8 * static_cast<std::size_t>(i);
+      void* a = host.allocate_sync(bytes, alignment);
+      void* b = counting.allocate_sync(bytes, alignment);
+      if (reinterpret_cast<std::uintptr_t>(a) % alignment != 0) ++misaligned;
+      std::memset(a, t, bytes);
+      std::memset(b, t, bytes);
+      host.deallocate_sync(a, bytes, alignment);
+      counting.deallocate_sync(b, bytes, alignment);
+    }
+  });
   CHECK(misaligned == 0);
   CHECK(counting.allocations() == thread_count * 300);
   CHECK(counting.live_allocations() == 0);

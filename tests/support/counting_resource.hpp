@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <map>
 #include <mutex>
+#include <vector>
 
 #include "graphpool/error.hpp"
 #include "graphpool/memory/host_resource.hpp"
@@ -71,6 +72,28 @@ class counting_resource {
   int fail_at_ = -1;
   int calls_ = 0;
   int mismatched_frees_ = 0;
+};
+
+/// Gives every branch its own window (separate host buffers), like the virtual-memory upstream does
+/// with separate virtual addresses over shared physical pages. `missing_windows` plants a broken
+/// upstream that returns that many windows fewer than asked.
+class windowed_resource {
+ public:
+  std::vector<void*> allocate_windows(std::size_t bytes, std::size_t alignment, std::size_t windows) {
+    std::vector<void*> result;
+    for (std::size_t i = 0; i + missing_windows < windows; ++i) result.push_back(host_.allocate_sync(bytes, alignment));
+    live_windows += result.size();
+    return result;
+  }
+  void deallocate_windows(const std::vector<void*>& windows, std::size_t bytes, std::size_t alignment) noexcept {
+    for (void* w : windows) host_.deallocate_sync(w, bytes, alignment);
+    live_windows -= windows.size();
+  }
+  std::size_t live_windows = 0;
+  std::size_t missing_windows = 0;
+
+ private:
+  host_resource host_;
 };
 
 }  // namespace graphpool::testing
