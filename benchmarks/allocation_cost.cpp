@@ -142,7 +142,8 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "allocation_cost: cannot write %s: %s\n", json_path.c_str(), std::strerror(errno));
       return 1;
     }
-    std::fprintf(out, "{\n  \"benchmark\": \"allocation_cost\",\n  \"device\": \"%s\",\n  \"runs\": %d,\n", prop.name, runs);
+    std::fprintf(out, "{\n  \"benchmark\": \"allocation_cost\",\n%s%s  \"runs\": %d,\n",
+                 graphpool::bench::commit_json().c_str(), graphpool::bench::device_json(0).c_str(), runs);
     std::fprintf(out, "  \"allocation_bytes\": %zu,\n  \"results\": [\n", allocation_bytes);
     for (std::size_t i = 0; i < results.size(); ++i) {
       const measurement& m = results[i];

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_support.hpp"
 #include "graphpool/plan/planner.hpp"
 
 namespace {
@@ -431,7 +432,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "planner_quality: cannot write %s\n", json_path.c_str());
     return 1;
   }
-  std::fprintf(out, "{\n  \"benchmark\": \"planner_quality\",\n  \"plans\": %zu,\n", rows.size());
+  std::fprintf(out, "{\n  \"benchmark\": \"planner_quality\",\n%s  \"plans\": %zu,\n",
+               graphpool::bench::commit_json().c_str(), rows.size());
   std::fprintf(out, "  \"offsets_ratio\": {\"median\": %.4f, \"p90\": %.4f, \"worst\": %.4f},\n",
                percentile(offsets_ratio, 0.5), percentile(offsets_ratio, 0.9), percentile(offsets_ratio, 1.0));
   std::fprintf(out, "  \"coloring_ratio\": {\"median\": %.4f, \"p90\": %.4f, \"worst\": %.4f},\n",

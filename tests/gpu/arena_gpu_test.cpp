@@ -2,6 +2,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -11,6 +12,7 @@
 #include "graphpool/detail/cuda_check.hpp"
 #include "graphpool/memory/arena_allocator.hpp"
 #include "graphpool/memory/cuda_pool_resource.hpp"
+#include "graphpool/memory/shared_physical_resource.hpp"
 #include "gpu_support.hpp"
 #include "kernels.hpp"
 
@@ -19,8 +21,10 @@ using graphpool::branch_id;
 using graphpool::branch_layout;
 using graphpool::cuda_pool_resource;
 using graphpool::part;
+using graphpool::shared_physical_resource;
 using graphpool::slot_id;
 using graphpool::testing::contains_text;
+using graphpool::testing::device_bytes_taken_by;
 using graphpool::testing::device_free_bytes;
 using graphpool::testing::stream_guard;
 
@@ -50,13 +54,17 @@ TEST_CASE("four branches of different sizes reserve the max from the pool, not t
     sum += 4 * MiB + saved[i];
   }
   CHECK(pool.reserved_bytes() == 0);
-  arenas.reserve();
+  const std::size_t taken = device_bytes_taken_by([&] { arenas.reserve(); });
 
-  INFO("pool reserved " << pool.reserved_bytes() << " bytes, largest branch " << largest << ", sum " << sum);
+  INFO("pool reserved " << pool.reserved_bytes() << " bytes, device memory taken " << taken << ", largest branch "
+                        << largest << ", sum " << sum);
   CHECK(pool.used_bytes() == largest);
   CHECK(pool.reserved_bytes() >= largest);
   CHECK(pool.reserved_bytes() <= graphpool::align_up(largest, pool_chunk));
   CHECK(pool.reserved_bytes() < largest + (sum - largest) / 2);  // nowhere near the sum
+  // Measured on the device, bounded from both sides: the largest branch, at most rounded to the pool's steps.
+  CHECK(taken + granularity >= largest);
+  CHECK(taken <= graphpool::align_up(largest, pool_chunk) + granularity);
   CHECK(arenas.statistics().reserved_bytes == largest);
   CHECK(arenas.statistics().per_branch_pool_bytes == sum);
 }
@@ -103,6 +111,9 @@ TEST_CASE("the resource returns its memory to the device on destruction", "[gpu]
     arenas.reserve();
     CHECK(pool.used_bytes() == 3 * 128 * MiB);
     CHECK(device_free_bytes() + 3 * 128 * MiB <= before + granularity);
+    // ... and no more than three 128 MiB arenas, each rounded to the pool's 32 MiB steps.
+    CHECK(before - device_free_bytes() <= 3 * graphpool::align_up(128 * MiB, pool_chunk) + granularity);
+    CHECK(pool.reserved_bytes() <= 3 * graphpool::align_up(128 * MiB, pool_chunk));
     arenas.release();
     CHECK(pool.used_bytes() == 0);
     CHECK(pool.reserved_bytes() >= 3 * 128 * MiB);  // release threshold = max: the pool keeps it
@@ -129,6 +140,7 @@ TEST_CASE("a wrapped pool is used, not owned, and survives the resource", "[gpu]
     void* ptr = wrapped.allocate_sync(3 * MiB, 4096);
     CHECK(reinterpret_cast<std::uintptr_t>(ptr) % 4096 == 0);
     CHECK(wrapped.used_bytes() >= 3 * MiB);
+    CHECK(wrapped.used_bytes() <= 3 * MiB + 4096);  // at most the padding that 4096-byte alignment needs
     wrapped.deallocate_sync(ptr, 3 * MiB, 4096);
     CHECK(wrapped.used_bytes() == 0);
   }
@@ -152,6 +164,28 @@ TEST_CASE("stream-ordered allocate and deallocate honour large alignments", "[gp
   }
   GRAPHPOOL_CUDA_TRY(cudaStreamSynchronize(s.stream), "sync");
   CHECK(pool.used_bytes() == 0);
+}
+
+TEST_CASE("windows over shared pages take the largest branch once, whatever the number of windows",
+          "[gpu][arena][vmm]") {
+  shared_physical_resource vmm;
+  arena_allocator<shared_physical_resource> arenas(vmm);
+  const slot_id slot = arenas.declare_slot("layer0");
+  const std::vector<std::size_t> saved{96 * MiB + 4096, 40 * MiB, 8 * MiB, 64 * MiB};
+  std::size_t largest = 0;
+  for (std::size_t i = 0; i < saved.size(); ++i) {
+    arenas.declare_branch(slot, "cp" + std::to_string(1 << i), branch_layout{{part(2 * MiB)}, {part(saved[i])}});
+    largest = std::max(largest, 2 * MiB + saved[i]);
+  }
+  const std::size_t taken = device_bytes_taken_by([&] { arenas.reserve(); });
+  INFO("device memory taken " << taken << ", library counter " << vmm.physical_bytes() << ", largest branch " << largest);
+  const std::size_t rounded = graphpool::align_up(largest, granularity);  // VMM maps whole 2 MiB chunks
+  CHECK(vmm.physical_bytes() == rounded);
+  CHECK(taken + granularity >= largest);
+  CHECK(taken <= rounded + granularity);  // four windows, one set of pages (the sum would be 4x)
+  stream_guard s;
+  graphpool::testing::fill_pattern(arenas.view(slot, branch_id{0}).base(), largest, 31, s.stream);
+  CHECK(graphpool::testing::count_mismatches(arenas.view(slot, branch_id{3}).base(), 2 * MiB + saved[3], 31, s.stream) == 0);
 }
 
 // Tagged so that compute-sanitizer's run over the rest reports every CUDA API error: this one plants one.

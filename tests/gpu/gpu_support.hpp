@@ -26,4 +26,16 @@ inline std::size_t device_free_bytes() {
   return free_bytes;
 }
 
+/// Device memory `work` takes: free memory (cudaMemGetInfo) before minus after, each read with the
+/// device idle, so the figure is the driver's and not graphpool's own count. It moves in 2 MiB pages.
+template <class Work>
+std::size_t device_bytes_taken_by(Work&& work) {
+  GRAPHPOOL_CUDA_TRY(cudaDeviceSynchronize(), "synchronizing before reading free memory");
+  const std::size_t before = device_free_bytes();
+  work();
+  GRAPHPOOL_CUDA_TRY(cudaDeviceSynchronize(), "synchronizing after the measured work");
+  const std::size_t after = device_free_bytes();
+  return before > after ? before - after : 0;
+}
+
 }  // namespace graphpool::testing

@@ -4,7 +4,6 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
-#include <map>
 #include <string>
 #include <thread>
 #include <vector>
@@ -12,6 +11,7 @@
 #include "catch.hpp"
 #include "graphpool/memory/arena_allocator.hpp"
 #include "graphpool/memory/host_resource.hpp"
+#include "counting_resource.hpp"
 #include "memory_check.hpp"
 
 using graphpool::arena_allocator;
@@ -22,66 +22,14 @@ using graphpool::part;
 using graphpool::arena_id;
 using graphpool::slot_id;
 using graphpool::storage;
+using graphpool::testing::counting_resource;
 using graphpool::testing::overlaps;
+using graphpool::testing::windowed_resource;
 using graphpool::testing::contains_text;
 
 namespace {
 
 constexpr std::size_t KiB = 1024;
-
-// Host memory that counts what is live and can be told to fail the n-th allocation.
-class counting_resource {
- public:
-  void* allocate_sync(std::size_t bytes, std::size_t alignment) {
-    if (fail_at_ >= 0 && calls_++ == fail_at_) throw graphpool::error("planted upstream failure");
-    void* ptr = host_.allocate_sync(bytes, alignment);
-    live_[ptr] = bytes;
-    return ptr;
-  }
-  void deallocate_sync(void* ptr, std::size_t bytes, std::size_t alignment) noexcept {
-    if (live_.count(ptr) == 1 && live_[ptr] == bytes) live_.erase(ptr);
-    else ++mismatched_frees_;
-    host_.deallocate_sync(ptr, bytes, alignment);
-  }
-  void fail_at(int call) {
-    fail_at_ = call;
-    calls_ = 0;
-  }
-  [[nodiscard]] std::size_t live_allocations() const { return live_.size(); }
-  [[nodiscard]] std::size_t live_bytes() const {
-    std::size_t sum = 0;
-    for (const auto& [ptr, bytes] : live_) sum += bytes;
-    return sum;
-  }
-  [[nodiscard]] int mismatched_frees() const { return mismatched_frees_; }
-
- private:
-  host_resource host_;
-  std::map<void*, std::size_t> live_;
-  int fail_at_ = -1;
-  int calls_ = 0;
-  int mismatched_frees_ = 0;
-};
-
-// Gives every branch its own window (separate host buffers), like the virtual-memory upstream does
-// with separate virtual addresses over shared physical pages.
-class windowed_resource {
- public:
-  std::vector<void*> allocate_windows(std::size_t bytes, std::size_t alignment, std::size_t windows) {
-    std::vector<void*> result;
-    for (std::size_t i = 0; i < windows; ++i) result.push_back(host_.allocate_sync(bytes, alignment));
-    live_windows += windows;
-    return result;
-  }
-  void deallocate_windows(const std::vector<void*>& windows, std::size_t bytes, std::size_t alignment) noexcept {
-    for (void* w : windows) host_.deallocate_sync(w, bytes, alignment);
-    live_windows -= windows.size();
-  }
-  std::size_t live_windows = 0;
-
- private:
-  host_resource host_;
-};
 
 branch_layout saved_only(std::size_t bytes) { return branch_layout{{}, {part(bytes)}}; }
 
@@ -388,11 +336,11 @@ TEST_CASE("slots at offsets inside one arena: the arena reaches the furthest bra
 TEST_CASE("empty names are refused, so the largest branch always sizes the arena", "[arena][errors]") {
   host_resource upstream;
   arena_allocator<host_resource> arenas(upstream);
-  CHECK_THROWS_WITH(arenas.declare_slot(""), contains_text("declare_slot: the name is empty; give a slot a non-empty name"));
-  CHECK_THROWS_WITH(arenas.declare_arena(""), contains_text("declare_arena: the name is empty"));
+  CHECK_THROWS_WITH(arenas.declare_slot(""), contains_text("declare_slot: the slot name is empty; give every slot a non-empty name"));
+  CHECK_THROWS_WITH(arenas.declare_arena(""), contains_text("declare_arena: the arena name is empty"));
   const slot_id slot = arenas.declare_slot("s");
   CHECK_THROWS_WITH(arenas.declare_branch(slot, "", saved_only(KiB)),
-                    contains_text("declare_branch on slot 's': the name is empty; give a branch a non-empty name"));
+                    contains_text("declare_branch in slot 's': the branch name is empty; give every branch a non-empty name"));
   arenas.declare_branch(slot, "big", saved_only(1024 * KiB));
   arenas.declare_branch(slot, "small", saved_only(4 * KiB));
   arenas.reserve();

@@ -101,7 +101,7 @@ class arena_allocator final {
   /// @throws graphpool::error after reserve(), for an empty name, or when the name is taken.
   arena_id declare_arena(std::string name) {
     require_declaring("declare_arena('" + name + "')");
-    require_name(name, "declare_arena", "an arena");
+    require_name("declare_arena", "arena", name);
     for (const detail::arena_record& a : arenas_) {
       if (a.name == name) throw error("declare_arena: an arena named '" + name + "' already exists");
     }
@@ -113,7 +113,7 @@ class arena_allocator final {
   /// @throws graphpool::error after reserve(), for an empty name, or when a slot or arena of that name exists.
   slot_id declare_slot(std::string name) {
     require_declaring("declare_slot('" + name + "')");
-    require_name(name, "declare_slot", "a slot");
+    require_name("declare_slot", "slot", name);
     require_new_slot_name(name);
     const arena_id own = declare_arena(name);
     return add_slot(std::move(name), own, 0);
@@ -124,7 +124,7 @@ class arena_allocator final {
   /// @throws graphpool::error after reserve(), for an unknown arena, an empty name, or when the name is taken.
   slot_id declare_slot(std::string name, arena_id arena, std::size_t offset = 0) {
     require_declaring("declare_slot('" + name + "')");
-    require_name(name, "declare_slot", "a slot");
+    require_name("declare_slot", "slot", name);
     require_new_slot_name(name);
     if (arena.index >= arenas_.size()) {
       throw error("declare_slot('" + name + "'): unknown arena " + std::to_string(arena.index) + "; this allocator has " +
@@ -142,7 +142,7 @@ class arena_allocator final {
   branch_id declare_branch(slot_id slot, std::string name, branch_layout layout) {
     require_declaring("declare_branch('" + name + "')");
     detail::slot_record& record = slot_at(slot, "declare_branch");
-    require_name(name, "declare_branch on slot '" + record.name + "'", "a branch");
+    require_name(("declare_branch in slot '" + record.name + "'").c_str(), "branch", name);
     const std::string where = "slot '" + record.name + "' branch '" + name + "'";
     for (const detail::placed_branch& b : record.branches) {
       if (b.name == name) throw error(where + ": the slot already has a branch of that name");
@@ -291,10 +291,11 @@ class arena_allocator final {
     }
   }
 
-  static void require_name(const std::string& name, const std::string& call, const char* what) {
+  // Names identify slots, branches and arenas in every message and in statistics: an empty one says nothing.
+  static void require_name(const char* call, const char* kind, const std::string& name) {
     if (name.empty()) {
-      throw error(call + ": the name is empty; give " + std::string(what) +
-                  " a non-empty name (names identify it in every message)");
+      throw error(std::string(call) + ": the " + kind + " name is empty; give every " + kind +
+                  " a non-empty name (it identifies the " + kind + " in errors and statistics)");
     }
   }
 

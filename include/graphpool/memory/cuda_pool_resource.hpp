@@ -86,13 +86,15 @@ class cuda_pool_resource final {
   }
 
   /// @brief Stream-ordered allocation of `bytes` aligned to `alignment`, usable on `stream` once this returns.
-  /// @throws graphpool::error for a bad alignment or when the pool cannot grow (the message gives the size).
+  /// @throws graphpool::error for a bad alignment, a size that overflows once padded to the alignment, or
+  /// when the pool cannot grow (the message gives the size).
   [[nodiscard]] void* allocate(cudaStream_t stream, std::size_t bytes, std::size_t alignment = default_alignment) {
     const std::string what = "cuda_pool_resource::allocate of " + std::to_string(bytes) + " bytes on device " +
                              std::to_string(device_);
     detail::check_alignment(alignment, what);
     // The driver aligns pool allocations to 256 bytes; a stricter alignment pads the request.
-    const std::size_t padded = alignment <= default_alignment ? bytes : bytes + alignment - default_alignment;
+    const std::size_t padded =
+        alignment <= default_alignment ? bytes : detail::checked_add(bytes, alignment - default_alignment, what);
     void* raw = nullptr;
     GRAPHPOOL_CUDA_TRY(cudaMallocFromPoolAsync(&raw, padded, pool_, stream), what);
     const auto raw_address = reinterpret_cast<std::uintptr_t>(raw);

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Applies one planted bug (a unified diff against the repository root) to a copy of the tree, builds
+# the host suite, runs it, and says KILLED (some test failed, naming them), SURVIVED (every test
+# passed) or STILLBORN (the mutant does not build or the patch does not apply). The checkout itself
+# is never changed. The copy and its build folder are kept between runs, so only what a mutant
+# touches is rebuilt.
+#   usage: tests/mutation/run_mutant.sh PATCH...        e.g. tests/mutation/run_mutant.sh tests/mutation/mem-*.patch
+#   GRAPHPOOL_MUTATION_DIR    the copy and its build (default: /tmp/graphpool-mutation)
+#   GRAPHPOOL_MUTATION_FLAGS  extra compiler flags, e.g. "-fsanitize=address" (use a separate DIR per set of flags)
+# Exit status: 0 when every mutant was killed, 1 when one survived or did not build.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+work=${GRAPHPOOL_MUTATION_DIR:-/tmp/graphpool-mutation}
+flags=${GRAPHPOOL_MUTATION_FLAGS:-}
+[ $# -ge 1 ] || { echo "usage: $0 PATCH..." >&2; exit 2; }
+source "$root/scripts/prerequisites.sh" >/dev/null
+
+# Copies the files git tracks (and untracked ones it does not ignore) whose content differs: a file
+# restored after a mutant gets a new mtime, so the build redoes what the mutant touched.
+sync_tree() {
+  (cd "$root" && git ls-files -z --cached --others --exclude-standard) | while IFS= read -r -d '' file; do
+    [ -f "$root/$file" ] || continue
+    if ! cmp -s "$root/$file" "$work/src/$file"; then
+      mkdir -p "$work/src/$(dirname "$file")"
+      cp "$root/$file" "$work/src/$file"
+    fi
+  done
+}
+
+status=0
+for patch_file in "$@"; do
+  patch_path=$(cd "$(dirname "$patch_file")" && pwd)/$(basename "$patch_file")
+  id=$(basename "$patch_file" .patch)
+  sync_tree
+  if ! patch -d "$work/src" -p1 --forward --batch --quiet <"$patch_path" >"$work/patch.log" 2>&1; then
+    echo "$id STILLBORN: the patch does not apply"; cat "$work/patch.log"; status=1; continue
+  fi
+  if [ ! -f "$work/build/build.ninja" ]; then
+    cmake -S "$work/src" -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DGRAPHPOOL_WERROR=ON \
+      -DGRAPHPOOL_BUILD_EXAMPLES=OFF -DGRAPHPOOL_BUILD_BENCHMARKS=OFF -DGRAPHPOOL_BUILD_BINDINGS=OFF \
+      -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="$flags" >"$work/configure.log" 2>&1
+  fi
+  if ! cmake --build "$work/build" --target graphpool_host_tests >"$work/build.log" 2>&1; then
+    echo "$id STILLBORN: the mutant does not build"; grep -m 3 'error' "$work/build.log" || true; status=1; continue
+  fi
+  if timeout 600 "$work/build/tests/graphpool_host_tests" >"$work/$id.log" 2>&1; then
+    echo "$id SURVIVED"; status=1
+  else
+    # The console reporter frames each failing test case (and section) between two rules of dashes.
+    killers=$(awk '/^-+$/ { inside = !inside; next } inside { print }' "$work/$id.log" | sort -u | paste -sd ';' -)
+    echo "$id KILLED by: ${killers:-the suite ending abnormally (see $work/$id.log)}"
+  fi
+done
+exit $status
