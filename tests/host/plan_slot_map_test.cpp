@@ -322,3 +322,26 @@ TEST_CASE("the verifier rejects broken gradients, maps and frames", "[plan][veri
   bad.slot_maps.clear();
   rejects(bad, "not one slot map per schedule");
 }
+
+TEST_CASE("a chunk that runs fewer microbatches than the schedule's count gets valid copies in every map entry",
+          "[plan][slot_map]") {
+  // Found by the fuzzer: chunk 1 runs 11 microbatches, chunk 2 only 10; the schedule rule left -1 for
+  // chunk 2's eleventh entry, which no runtime may index.
+  problem p;
+  p.schedules = {schedule::parse_order("1,2,-2,-1,1,2,-2,2,-2,-1,1,2,-2,-1,1,1,-1,2,2,-2,-2,1,-1,2,-2,2,-2,-1,1,2,-2,-1,"
+                                       "1,1,-1,2,2,-2,-2,1,-1,-1")};
+  REQUIRE(p.schedules[0].microbatches() == 11);
+  p.layers_per_chunk = {1};
+  p.branches = {{"a", 1000, 64}, {"b", 3000, 128}};
+  p.rule = slot_rule::schedule;
+  for (assignment mode : {assignment::offsets, assignment::coloring}) {
+    const plan result = make_plan(p, mode);
+    for (const std::vector<int>& chunk : result.slot_maps.at(0).slots) {
+      for (int copy : chunk) {
+        CHECK(copy >= 0);
+        CHECK(copy < result.slots);
+      }
+    }
+    CHECK(verify_plan(p, result).ok);
+  }
+}

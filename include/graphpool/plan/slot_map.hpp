@@ -59,6 +59,14 @@ enum class region_choice {
   best_fit,   ///< the free region whose bytes so far fit the chunk most tightly, else the one that grows least
 };
 
+/// @brief Gives the microbatches a chunk never runs in its schedule (an order whose chunks run
+/// different counts) copy 0: every entry of a map is then a valid copy, and none of those is launched.
+inline void fill_unused(slot_map& map) {
+  for (std::vector<int>& row : map.slots) {
+    for (int& copy : row) copy = copy < 0 ? 0 : copy;
+  }
+}
+
 /// @return one map per schedule over one shared set of `copies` per chunk, at most `budget` each.
 ///
 /// A region is a place in memory that every chunk's copy of the same index occupies: a forward takes
@@ -127,6 +135,7 @@ enum class region_choice {
         region_bytes[static_cast<std::size_t>(copy)] = std::max(region_bytes[static_cast<std::size_t>(copy)], bytes);
       }
     }
+    fill_unused(map);
     maps.push_back(std::move(map));
   }
   return maps;
@@ -217,6 +226,7 @@ struct packed_maps {
       }
       alive.emplace_back(e.chunk, copy);
     }
+    fill_unused(map);
     result.maps[index] = std::move(map);
   }
   return result;
