@@ -1,5 +1,6 @@
 // Host cost of one allocation: served from a reserved graphpool arena, against
-// cudaMallocFromPoolAsync + cudaFreeAsync and cudaMalloc + cudaFree, side by side in one run.
+// cudaMallocFromPoolAsync + cudaFreeAsync, cudaMalloc + cudaFree, and RAPIDS RMM's pool_memory_resource
+// and arena_memory_resource (when built with RMM: scripts/fetch_rmm.sh), side by side in one run.
 //
 // usage: graphpool_bench_allocation_cost [--json PATH] [--runs N]
 // Prints a table and writes JSON (default: allocation_cost.json). Needs a CUDA device.
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "bench_support.hpp"
+#include "rmm_allocators.hpp"
 #include "graphpool/graphpool.hpp"
 
 namespace {
@@ -126,6 +128,13 @@ int main(int argc, char** argv) {
         GRAPHPOOL_CUDA_TRY(cudaFree(ptr), "cudaFree");
       }
     }));
+    graphpool::bench::rmm_allocators rmm(stream, 256 * MiB);
+    if (rmm.available()) {
+      results.push_back(measure("RMM pool_memory_resource", rmm.describe() + ", 1 MiB allocate+deallocate, 256 MiB pool",
+                                20000, runs, [&](int n) { rmm.pool_pairs(n, allocation_bytes); }));
+      results.push_back(measure("RMM arena_memory_resource", rmm.describe() + ", 1 MiB allocate+deallocate, 256 MiB arena",
+                                20000, runs, [&](int n) { rmm.arena_pairs(n, allocation_bytes); }));
+    }
     GRAPHPOOL_CUDA_TRY(cudaStreamDestroy(stream), "stream");
 
     const double pool_ns = results[2].median_ns;
@@ -136,6 +145,16 @@ int main(int argc, char** argv) {
     }
     const double ratio = pool_ns / results[0].median_ns;
     std::printf("\narena view is %.0fx cheaper than the pool pair (target: at least 25x)\n", ratio);
+    double rmm_pool_ratio = 0;
+    double rmm_arena_ratio = 0;
+    if (rmm.available()) {
+      rmm_pool_ratio = results[4].median_ns / results[0].median_ns;
+      rmm_arena_ratio = results[5].median_ns / results[0].median_ns;
+      std::printf("arena view is %.0fx cheaper than RMM's pool_memory_resource (target: 25x) and %.0fx cheaper than RMM's "
+                  "arena_memory_resource (target: 10x)\n", rmm_pool_ratio, rmm_arena_ratio);
+    } else {
+      std::printf("RMM rows skipped: %s\n", rmm.describe().c_str());
+    }
 
     std::FILE* out = std::fopen(json_path.c_str(), "w");
     if (out == nullptr) {
@@ -154,6 +173,8 @@ int main(int argc, char** argv) {
     }
     std::fprintf(out, "  ],\n  \"pool_over_arena_view\": %.2f,\n  \"pool_over_arena_cursor\": %.2f,\n", ratio,
                  pool_ns / results[1].median_ns);
+    std::fprintf(out, "  \"rmm\": \"%s\",\n  \"rmm_pool_over_arena_view\": %.2f,\n  \"rmm_arena_over_arena_view\": %.2f,\n",
+                 rmm.describe().c_str(), rmm_pool_ratio, rmm_arena_ratio);
     std::fprintf(out, "  \"target_ratio\": 25,\n  \"sink\": %llu\n}\n", static_cast<unsigned long long>(sink & 1));
     std::fclose(out);
     std::printf("wrote %s\n", json_path.c_str());
