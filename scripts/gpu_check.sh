@@ -21,6 +21,8 @@ compute-sanitizer --tool memcheck --leak-check full --error-exitcode 1 --report-
 grep -E "ERROR SUMMARY|All tests passed|test cases" "$out/memcheck.log"
 "$build/examples/graphpool_demo" >"$out/demo.log" 2>&1 || status=1
 cat "$out/demo.log"
+GRAPHPOOL_SLOT_DEBUG=1 "$build/examples/graphpool_runtime" --json "$out/runtime.json" >"$out/runtime.log" 2>&1 || status=1
+cat "$out/runtime.log"
 # The GPU benchmarks (planner_quality is host-only: run it anywhere).
 for name in allocation_cost capture_memory; do
   "$build/benchmarks/graphpool_bench_$name" --json "$out/$name.json" >"$out/$name.log" 2>&1 || status=1

@@ -236,6 +236,14 @@ TEST_CASE("variant_graphs: launches name what is unknown before anything is enqu
                     contains_text("branch 3 is unknown; the model has 3 branch(es)"));
   CHECK_THROWS_WITH(graphs.branch("cp8"), contains_text("no branch named 'cp8'; the branches are 'cp1', 'cp2', 'cp4'"));
   CHECK(static_cast<int>(graphs.slot(chunk_id{1}, 3).index) == graphs.plan().slot_maps[1].slots[1][3]);
+  // Where a runtime reads a frame's output and returned gradient: the frame the slot map picks.
+  const std::uint32_t copy = graphs.slot(chunk_id{1}, 3).index;
+  const auto frame = static_cast<std::uint32_t>(detail::first_frames(graphs.plan())[1] + copy * 2 + 1);
+  CHECK(graphs.output(chunk_id{1}, 3, layer_id{1}, branch_id{2}, 0) ==
+        graphs.arenas().view(slot_id{2 * frame}, branch_id{2}).output(0));
+  CHECK(graphs.gradient(chunk_id{1}, 3, layer_id{1}, branch_id{2}, 0) ==
+        graphs.arenas().view(slot_id{2 * frame + 1}, branch_id{2}).saved(0));
+  CHECK_THROWS_WITH(graphs.output(chunk_id{1}, 4, layer_id{0}, branch_id{0}, 0), contains_text("microbatch 4 is outside"));
 }
 
 TEST_CASE("variant_graphs: a plan from JSON gives the same layout, and one too small for a branch is refused naming both",

@@ -39,6 +39,8 @@ namespace graphpool {
 /// @brief How variant_graphs plans, guards and captures.
 struct variant_options {
   plan::assignment mode = plan::assignment::offsets;  ///< offsets (one reservation) or coloring (an arena per color)
+  plan::slot_rule rule = plan::slot_rule::mod;        ///< m mod S, or slot maps chosen from the schedules
+  int max_copies = plan::twice_modulo_copies;         ///< copies per chunk with the schedule rule (0: no limit)
   bool guard = slot_debug_requested();                ///< check every launch (on with GRAPHPOOL_SLOT_DEBUG=1)
   capture_options capture;                            ///< stream capture mode, upload after instantiation
 };
@@ -124,7 +126,10 @@ class variant_graphs final {
   /// @throws graphpool::error before measure(), or what the planner throws.
   const plan::plan& make_plan() {
     require(measured_, "make_plan", "call measure() first");
-    plan::plan planned = plan::make_plan(detail::planning_problem(model_, measurement_), options_.mode);
+    plan::problem problem = detail::planning_problem(model_, measurement_);
+    problem.rule = options_.rule;
+    problem.max_copies = options_.max_copies;
+    plan::plan planned = plan::make_plan(problem, options_.mode);
     use_plan(std::move(planned));
     return plan_.value();
   }
@@ -252,6 +257,17 @@ class variant_graphs final {
     return slot_id{static_cast<std::uint32_t>(slots[static_cast<std::size_t>(microbatch)])};
   }
 
+  /// @return output part `index` of `layer` of `chunk` for `microbatch` in `branch` (where a runtime
+  /// reads it to send it on, e.g. to the next pipeline stage). @throws graphpool::error before reserve()
+  /// or for what forward() refuses.
+  [[nodiscard]] void* output(chunk_id chunk, int microbatch, layer_id layer, branch_id branch, std::size_t index) const {
+    return frame_view(chunk, microbatch, layer, branch, false).output(index);
+  }
+  /// @return gradient part `index` that `layer`'s backward of `chunk` returns for `microbatch` in `branch`.
+  [[nodiscard]] void* gradient(chunk_id chunk, int microbatch, layer_id layer, branch_id branch, std::size_t index) const {
+    return frame_view(chunk, microbatch, layer, branch, true).saved(index);
+  }
+
   [[nodiscard]] const plan::plan& plan() const {
     require(plan_.has_value(), "plan", "call make_plan() or use_plan() first");
     return plan_.value();
@@ -297,6 +313,16 @@ class variant_graphs final {
   [[nodiscard]] std::uint32_t layers(chunk_id chunk) const {
     if (chunk.index >= model_.layers_per_chunk.size()) bad_chunk(chunk);
     return static_cast<std::uint32_t>(model_.layers_per_chunk[chunk.index]);
+  }
+
+  [[nodiscard]] branch_view frame_view(chunk_id chunk, int microbatch, layer_id layer, branch_id branch,
+                                       bool gradients) const {
+    const slot_id copy = slot(chunk, microbatch);
+    const std::uint32_t layer_count = layers(chunk);
+    if (layer.index >= layer_count) bad_layer(chunk, layer);
+    if (branch.index >= model_.branches.size()) bad_branch(branch);
+    const auto frame = static_cast<std::uint32_t>(first_frame_[chunk.index] + copy.index * layer_count + layer.index);
+    return arenas().view(slot_id{2 * frame + (gradients ? 1u : 0u)}, branch);
   }
 
   [[nodiscard]] std::size_t slot_of(std::size_t frame, branch_id branch, graph_phase phase) const noexcept {
