@@ -153,10 +153,8 @@ class parameters {
     const long count = static_cast<long>(hidden) * ffn;
     unsigned seed = 1000;
     for (layer_parameters& p : layers_) {
-      {
-      float** const list[] = {&p.w1, &p.w2, &p.dw1, &p.dw2};
-      for (float** w : list) check_cuda(cudaMalloc(w, count * sizeof(float)), "parameters");
-    }
+      float** const matrices[] = {&p.w1, &p.w2, &p.dw1, &p.dw2};
+      for (float** w : matrices) check_cuda(cudaMalloc(w, count * sizeof(float)), "parameters");
       fill_input_kernel<<<1024, 256, 0, stream>>>(p.w1, count, seed++);
       fill_input_kernel<<<1024, 256, 0, stream>>>(p.w2, count, seed++);
       scale_kernel<<<1024, 256, 0, stream>>>(p.w1, p.w1, 0.08f, count);
@@ -167,10 +165,8 @@ class parameters {
   }
   ~parameters() {
     for (layer_parameters& p : layers_) {
-      {
-      float* const list[] = {p.w1, p.w2, p.dw1, p.dw2};
-      for (float* w : list) cudaFree(w);
-    }
+      float* const matrices[] = {p.w1, p.w2, p.dw1, p.dw2};
+      for (float* w : matrices) cudaFree(w);
     }
   }
   parameters(const parameters&) = delete;

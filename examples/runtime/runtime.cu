@@ -44,6 +44,8 @@ constexpr std::size_t MiB = std::size_t{1} << 20;
 const std::vector<std::string> variants{"cp1", "cp2", "cp4", "cp8"};
 
 int tokens_of(std::size_t variant) { return full_tokens >> variant; }
+// A bank may hold one variant only (its branch 0): a captured layer learns its variant from the name.
+int tokens_of(const std::string& variant) { return full_tokens / std::stoi(variant.substr(2)); }
 std::size_t activation_bytes(int tokens) { return static_cast<std::size_t>(hidden) * tokens * sizeof(float); }
 std::size_t ffn_bytes(int tokens) { return static_cast<std::size_t>(ffn) * tokens * sizeof(float); }
 
@@ -61,20 +63,16 @@ std::vector<std::size_t> variant_of_microbatch() {
 // chunk 1, and the gradient sent back. Runtime-owned, the same in every design.
 struct mailboxes {
   explicit mailboxes(cudaStream_t s) : stream(s) {
-    {
-      float** const list[] = {&input, &receive, &gradient_receive};
-      for (float** p : list) check_cuda(cudaMalloc(p, activation_bytes(full_tokens)), "mailbox");
-    }
+    float** const buffers[] = {&input, &receive, &gradient_receive};
+    for (float** p : buffers) check_cuda(cudaMalloc(p, activation_bytes(full_tokens)), "mailbox");
     for (int m = 0; m < microbatches; ++m) {
       check_cuda(cudaMalloc(&activations[m], activation_bytes(full_tokens)), "mailbox");
       check_cuda(cudaMalloc(&gradients[m], activation_bytes(full_tokens)), "mailbox");
     }
   }
   ~mailboxes() {
-    {
-      float* const list[] = {input, receive, gradient_receive};
-      for (float* p : list) cudaFree(p);
-    }
+    float* const buffers[] = {input, receive, gradient_receive};
+    for (float* p : buffers) cudaFree(p);
     for (int m = 0; m < microbatches; ++m) {
       cudaFree(activations[m]);
       cudaFree(gradients[m]);
@@ -98,7 +96,7 @@ struct layer_bodies {
   const mailboxes& boxes;
 
   void forward(frame_capture& f) const {
-    const int tokens = tokens_of(f.branch().index);
+    const int tokens = tokens_of(f.branch_name());
     const std::size_t l = f.layer().index;
     const float* input = l > 0 ? static_cast<const float*>(f.output(layer_id{static_cast<std::uint32_t>(l - 1)}, 0))
                                : (f.chunk().index == 0 ? boxes.input : boxes.receive);
@@ -112,7 +110,7 @@ struct layer_bodies {
   }
 
   void backward(frame_capture& f) const {
-    const int tokens = tokens_of(f.branch().index);
+    const int tokens = tokens_of(f.branch_name());
     const std::size_t l = f.layer().index;
     const bool last_layer = l + 1 == layers_per_chunk;
     float* loss = nullptr;
@@ -181,25 +179,27 @@ class eager_design final : public launcher {
  public:
   eager_design(cublasHandle_t blas, const parameters& weights, cudaStream_t stream, const mailboxes& boxes)
       : blas_(blas), weights_(weights), stream_(stream), boxes_(boxes) {
-    for (auto& frame : frames_) {
-      {
-      float** const list[] = {&frame.saved_input, &frame.output, &frame.dx};
-      for (float** p : list) check_cuda(cudaMalloc(p, activation_bytes(full_tokens)), "eager");
-    }
-      {
-      float** const list[] = {&frame.h, &frame.a};
-      for (float** p : list) check_cuda(cudaMalloc(p, ffn_bytes(full_tokens)), "eager");
-    }
+    // Every (chunk, microbatch, layer) keeps its own buffers, sized for the microbatch's variant.
+    const std::vector<std::size_t> variant = variant_of_microbatch();
+    for (int c = 0; c < chunks; ++c) {
+      for (int m = 0; m < microbatches; ++m) {
+        const int tokens = tokens_of(variant[static_cast<std::size_t>(m)]);
+        for (int l = 0; l < layers_per_chunk; ++l) {
+          frame& f = at(c, m, l);
+          float** const activations[] = {&f.saved_input, &f.output, &f.dx};
+          for (float** p : activations) check_cuda(cudaMalloc(p, activation_bytes(tokens)), "eager");
+          float** const wide[] = {&f.h, &f.a};
+          for (float** p : wide) check_cuda(cudaMalloc(p, ffn_bytes(tokens)), "eager");
+        }
+      }
     }
     check_cuda(cudaMalloc(&da_, ffn_bytes(full_tokens)), "eager");
     check_cuda(cudaMalloc(&loss_, activation_bytes(full_tokens)), "eager");
   }
   ~eager_design() override {
-    for (auto& frame : frames_) {
-      {
-      float* const list[] = {frame.saved_input, frame.output, frame.dx, frame.h, frame.a};
-      for (float* p : list) cudaFree(p);
-    }
+    for (frame& f : frames_) {
+      float* const buffers[] = {f.saved_input, f.output, f.dx, f.h, f.a};
+      for (float* p : buffers) cudaFree(p);
     }
     cudaFree(da_);
     cudaFree(loss_);
