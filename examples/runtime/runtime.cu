@@ -16,6 +16,7 @@
 // usage: graphpool_runtime [--json PATH] [--require-gpu]
 // Without a GPU it says so and prints the plan (exit 0; 77 with --require-gpu).
 
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <stdexcept>
@@ -146,6 +147,8 @@ struct launcher {
   [[nodiscard]] virtual const void* chunk_input_gradient(int chunk, int microbatch, std::size_t variant) const = 0;
   /// @return the bytes reserved for frames (0 without graphpool).
   [[nodiscard]] virtual std::size_t reserved() const { return 0; }
+  /// @return the graphs captured (0 without graphpool).
+  [[nodiscard]] virtual std::size_t graphs() const { return 0; }
 };
 
 // One training step in the rank's order; the mailboxes carry what crosses between chunks.
@@ -303,6 +306,11 @@ class graph_design final : public launcher {
     for (const auto& b : banks_) total += b->statistics().reserved_bytes;
     return total;
   }
+  [[nodiscard]] std::size_t graphs() const override {
+    std::size_t total = 0;
+    for (const auto& b : banks_) total += b->graphs();
+    return total;
+  }
   [[nodiscard]] const plan::plan& first_plan() const { return banks_.front()->plan(); }
 
  private:
@@ -327,6 +335,9 @@ std::size_t free_device_bytes() {
 
 struct row {
   std::string design;
+  double setup_ms = 0;             // measure, plan, reserve and capture (allocation for eager)
+  double step_ms = 0;              // one training step, host time to completion
+  std::size_t graphs = 0;
   std::size_t device_bytes = 0;    // cudaMemGetInfo: set-up, capture and one step, graph memory included
   std::size_t reserved_bytes = 0;  // the frames' reservation
   bool bitwise_equal = false;
@@ -396,17 +407,28 @@ int main(int argc, char** argv) {
       const layer_bodies bodies{blas, weights, boxes};
       const std::size_t before = free_device_bytes();
       {
+        const auto start = std::chrono::steady_clock::now();
         auto design = make(bodies);
+        check_cuda(cudaDeviceSynchronize(), "set-up");
+        const auto built = std::chrono::steady_clock::now();
         run_step(*design, boxes, weights, stream);
-        row r{name, before - free_device_bytes(), design->reserved(), false};
+        const auto stepped = std::chrono::steady_clock::now();
+        row r;
+        r.design = name;
+        r.setup_ms = std::chrono::duration<double, std::milli>(built - start).count();
+        r.step_ms = std::chrono::duration<double, std::milli>(stepped - built).count();
+        r.graphs = design->graphs();
+        r.device_bytes = before - free_device_bytes();
+        r.reserved_bytes = design->reserved();
         if constexpr (std::is_same_v<decltype(design), std::unique_ptr<graph_design<cuda_pool_resource>>>) {
           if (bound == 0) bound = design->first_plan().saved.live_bound_bytes + design->first_plan().grad.live_bound_bytes;
         }
         const std::vector<float> w = weights.weights();
         if (reference.empty()) reference = w;
         r.bitwise_equal = std::memcmp(w.data(), reference.data(), w.size() * sizeof(float)) == 0;
-        std::printf("  ran %-22s device %7.0f MiB, frames %7.0f MiB, weights %s\n", name.c_str(),
-                    static_cast<double>(r.device_bytes) / MiB, static_cast<double>(r.reserved_bytes) / MiB,
+        std::printf("  ran %-18s device %6.0f MiB, frames %6.0f MiB, %3zu graphs set up in %7.1f ms, step %6.1f ms, "
+                    "weights %s\n", name.c_str(), static_cast<double>(r.device_bytes) / MiB,
+                    static_cast<double>(r.reserved_bytes) / MiB, r.graphs, r.setup_ms, r.step_ms,
                     r.bitwise_equal ? "bitwise equal to eager" : "DIFFER from eager");
         rows.push_back(r);
       }
@@ -455,11 +477,15 @@ int main(int argc, char** argv) {
       if (out == nullptr) throw std::runtime_error("cannot write " + json_path);
       cudaDeviceProp prop{};
       check_cuda(cudaGetDeviceProperties(&prop, 0), "device");
-      std::fprintf(out, "{\n  \"benchmark\": \"runtime_example\",\n  \"gpu\": \"%s\",\n  \"rows\": [\n", prop.name);
+      std::fprintf(out, "{\n  \"benchmark\": \"runtime_example\",\n  \"gpu\": \"%s\",\n  \"guard\": %s,\n  \"rows\": [\n",
+                   prop.name, slot_debug_requested() ? "true" : "false");
       for (std::size_t i = 0; i < rows.size(); ++i) {
-        std::fprintf(out, "    {\"design\": \"%s\", \"device_bytes\": %zu, \"frames_bytes\": %zu, \"bitwise_equal\": %s}%s\n",
-                     rows[i].design.c_str(), rows[i].device_bytes, rows[i].reserved_bytes,
-                     rows[i].bitwise_equal ? "true" : "false", i + 1 < rows.size() ? "," : "");
+        std::fprintf(out,
+                     "    {\"design\": \"%s\", \"device_bytes\": %zu, \"frames_bytes\": %zu, \"graphs\": %zu, "
+                     "\"setup_ms\": %.2f, \"step_ms\": %.2f, \"bitwise_equal\": %s}%s\n",
+                     rows[i].design.c_str(), rows[i].device_bytes, rows[i].reserved_bytes, rows[i].graphs,
+                     rows[i].setup_ms, rows[i].step_ms, rows[i].bitwise_equal ? "true" : "false",
+                     i + 1 < rows.size() ? "," : "");
       }
       std::fprintf(out, "  ],\n  \"planner_bound_bytes\": %zu,\n  \"graphpool_over_bound\": %.4f,\n"
                         "  \"pool_per_branch_over_graphpool\": %.4f\n}\n", bound, over_bound, per_branch_ratio);
