@@ -7,6 +7,7 @@ int main() {
   using namespace graphpool::plan;
   problem input;
   input.schedules = parse_schedule_spec("pp=2,rank=0,microbatches=4");
+  input.layers_per_chunk = {1};
   input.branches = {parse_branch_spec("cp1:64MiB"), parse_branch_spec("cp2:32MiB")};
   const plan result = make_plan(input, assignment::offsets);
   std::fputs(summary_table(result).c_str(), stdout);
