@@ -188,7 +188,7 @@ namespace detail {
       in_entry = !blank;
     }
   }
-  schedule order = schedule::parse_order(text, 0, what);
+  schedule order = schedule::parse_order(text, 0, "--order " + std::string(text));  // the planner quotes the name
   std::vector<bool> runs(static_cast<std::size_t>(order.chunks()), false);
   for (const event& e : order.events()) runs[static_cast<std::size_t>(e.chunk)] = true;
   for (int c = 0; c < order.chunks(); ++c) {
