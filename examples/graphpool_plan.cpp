@@ -4,8 +4,10 @@
 #include <cstring>
 #include <exception>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "graphpool/alignment.hpp"
 #include "graphpool/plan/planner.hpp"
 #include "graphpool/plan/report.hpp"
 #include "graphpool/plan/spec.hpp"
@@ -22,7 +24,8 @@ schedules (at least one; every one that will be replayed):
                        1F1B, or interleaved when vpp > 1 (group defaults to pp);
                        microbatches=4..64 takes every count, 4..64:4 every 4th
   --order "1,1,-1,2,-2,-1"
-                       an explicit order: +c forward, -c backward of chunk c (1-based)
+                       an explicit order of Megatron-LM's 1-based chunk ids: +c forward,
+                       -c backward of chunk c-1; every id from 1 to the largest must run
 model:
   --layers L | L0,L1,...       layers per chunk (default 1); 0 = the chunk has no frames
   --branch NAME:SAVED[:GRAD]   a branch: saved bytes per layer, returned-gradient bytes per
@@ -34,15 +37,25 @@ model:
                                per schedule chosen by the planner (fewer bytes, maybe more copies)
   --max-copies N               schedule rule: copies per chunk at most N (0 = no limit; default:
                                twice the copies of m mod S, never a footprint above its plan)
-  --alignment N                round every frame up to N bytes (default 256)
+  --alignment N                round every frame up to N bytes, a power of two (default 256)
 output:
   --mode coloring|offsets      arenas by coloring, or one pool with offsets (default)
   --json                       print the plan as JSON instead of the table (slot_maps: one per
                                schedule, {"microbatches": M, "map": [[copy of m] per chunk]})
-  --emit te-slots              print TransformerEngine's slot tuples instead of the table
+  --emit te-slots              print TransformerEngine's slot tuples instead of the table; their
+                               saved_arena is always the coloring's (give no --mode, or coloring)
   --help                       this text
 
-exit status: 0 planned, 1 the input cannot be planned, 2 bad flags
+chunks are 0-based everywhere (--frame-bytes, the table, --json, te-slots, messages) except in
+--order, whose ids are 1-based as Megatron-LM writes them; a message about an order names both,
+e.g. chunk 0 (order id 1).
+
+exit status:
+  0  planned
+  1  every flag is valid on its own, but together they cannot be planned (e.g. --slots below
+     the schedules' liveness, --layers or --frame-bytes for a chunk or layer that does not exist)
+  2  a flag or its value is wrong on its own (unknown flag, malformed or out-of-range value such
+     as --slots 0 or --alignment 0, a bad --schedule or --order, a repeated --frame-bytes)
 )";
 
 struct bad_flag : std::exception {
@@ -59,6 +72,7 @@ int main(int argc, char** argv) {
   assignment mode = assignment::offsets;
   bool json = false;
   bool emit_te = false;
+  bool mode_given = false;
   try {
     for (int i = 1; i < argc; ++i) {
       const std::string flag = argv[i];
@@ -72,14 +86,28 @@ int main(int argc, char** argv) {
       } else if (flag == "--schedule") {
         for (schedule& s : parse_schedule_spec(value())) input.schedules.push_back(std::move(s));
       } else if (flag == "--order") {
-        const std::string text = value();
-        input.schedules.push_back(schedule::parse_order(text, 0, "--order " + text));
+        input.schedules.push_back(parse_order_spec(value()));
       } else if (flag == "--layers") {
         input.layers_per_chunk = parse_layers_spec(value());
       } else if (flag == "--branch") {
-        input.branches.push_back(parse_branch_spec(value()));
+        const std::string text = value();
+        branch_sizes branch = parse_branch_spec(text);
+        for (const branch_sizes& earlier : input.branches) {
+          if (earlier.name == branch.name) {
+            throw bad_flag("--branch '" + text + "': two branches are named '" + branch.name + "'; name each once");
+          }
+        }
+        input.branches.push_back(std::move(branch));
       } else if (flag == "--frame-bytes") {
-        input.overrides.push_back(parse_frame_bytes_spec(value()));
+        const std::string text = value();
+        saved_bytes_override o = parse_frame_bytes_spec(text);
+        for (const saved_bytes_override& earlier : input.overrides) {
+          if (earlier.chunk == o.chunk && earlier.layer == o.layer && earlier.branch == o.branch) {
+            throw bad_flag("--frame-bytes '" + text + "': chunk " + std::to_string(o.chunk) + " layer " +
+                           std::to_string(o.layer) + " of branch '" + o.branch + "' already has saved bytes; give each once");
+          }
+        }
+        input.overrides.push_back(std::move(o));
       } else if (flag == "--slots") {
         input.slots = static_cast<int>(graphpool::plan::detail::parse_integer(value(), "--slots", 1, 1 << 16));
       } else if (flag == "--slot-rule") {
@@ -89,11 +117,16 @@ int main(int argc, char** argv) {
       } else if (flag == "--max-copies") {
         input.max_copies = static_cast<int>(graphpool::plan::detail::parse_integer(value(), "--max-copies", 0, 1 << 16));
       } else if (flag == "--alignment") {
-        input.alignment = parse_size(value());
+        const std::string text = value();
+        input.alignment = parse_size(text);
+        if (!graphpool::is_valid_alignment(input.alignment)) {
+          throw bad_flag("--alignment " + text + ": the alignment must be a power of two (1, 2, 4, ..., e.g. 256)");
+        }
       } else if (flag == "--mode") {
         const std::string m = value();
         if (m != "coloring" && m != "offsets") throw bad_flag("--mode '" + m + "': use coloring or offsets");
         mode = m == "coloring" ? assignment::coloring : assignment::offsets;
+        mode_given = true;
       } else if (flag == "--json") {
         json = true;
       } else if (flag == "--emit") {
@@ -105,6 +138,10 @@ int main(int argc, char** argv) {
       }
     }
     if (json && emit_te) throw bad_flag("--json and --emit te-slots each print a whole document; give one");
+    if (emit_te && mode_given && mode != assignment::coloring) {
+      throw bad_flag("--emit te-slots always uses the coloring (TransformerEngine's saved_arena is a color); "
+                     "drop --mode " + std::string(to_string(mode)));
+    }
     if (input.schedules.empty()) throw bad_flag("no schedule: give --schedule or --order; see --help");
     if (input.branches.empty()) throw bad_flag("no branch: give --branch NAME:SAVED[:GRAD]; see --help");
     if (input.layers_per_chunk.empty()) input.layers_per_chunk = {1};

@@ -1,11 +1,18 @@
 #!/usr/bin/env bash
 # Builds and runs the demo: four CP branches of one slot share one arena (on the GPU when one is
-# present, on host memory otherwise).
+# present, on host memory otherwise); builds the planner's command line, graphpool-plan, and prints a
+# plan with it (host only: no GPU needed).
+#   GRAPHPOOL_BUILD_DIR  build folder (default: build)
+#   CMAKE_ARGS           extra configure arguments
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-source "$root/scripts/prerequisites.sh"
+GRAPHPOOL_NEED_CATCH2=0 source "$root/scripts/prerequisites.sh"  # the demo needs no test framework
 build=${GRAPHPOOL_BUILD_DIR:-$root/build}
 # shellcheck disable=SC2086
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo ${CMAKE_ARGS:-} >/dev/null
-cmake --build "$build" --target graphpool_demo >/dev/null
+cmake --build "$build" --target graphpool_demo graphpool_plan >/dev/null
 "$build/examples/graphpool_demo"
+echo
+echo "graphpool-plan: $build/examples/graphpool-plan (--help lists its options); a plan for PP 4 rank 0, VPP 2:"
+"$build/examples/graphpool-plan" --schedule pp=4,rank=0,microbatches=8,vpp=2 --layers 2 \
+  --branch cp1:64MiB:16MiB --branch cp2:32MiB:8MiB

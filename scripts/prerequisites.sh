@@ -1,5 +1,5 @@
 # Sourced by the scripts: puts the CUDA toolkit on PATH and installs what a fresh Debian machine lacks
-# (cmake, ninja, a C++ compiler, Catch2). Installs nothing where everything is present.
+# (cmake, ninja, a C++ compiler, Catch2 unless GRAPHPOOL_NEED_CATCH2=0). Installs nothing where everything is present.
 
 if [ -d /usr/local/cuda/bin ]; then
   export PATH="/usr/local/cuda/bin:$PATH"
@@ -9,8 +9,9 @@ graphpool_missing=()
 command -v cmake >/dev/null 2>&1 || graphpool_missing+=(cmake)
 command -v ninja >/dev/null 2>&1 || graphpool_missing+=(ninja-build)
 command -v g++ >/dev/null 2>&1 || graphpool_missing+=(g++)
-# Catch2 2.x or 3.x, wherever a CMake package of it is installed.
-if [ -z "$(find /usr /opt -maxdepth 6 -name Catch2Config.cmake -print -quit 2>/dev/null)" ]; then
+# Catch2 2.x or 3.x, wherever a CMake package of it is installed (not for GRAPHPOOL_NEED_CATCH2=0: the demo).
+if [ "${GRAPHPOOL_NEED_CATCH2:-1}" != 0 ] &&
+   [ -z "$(find /usr /opt -maxdepth 6 -name Catch2Config.cmake -print -quit 2>/dev/null)" ]; then
   graphpool_missing+=(catch2)
 fi
 for graphpool_extra in ${GRAPHPOOL_EXTRA_PACKAGES:-}; do

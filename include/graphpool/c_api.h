@@ -3,7 +3,8 @@
  * A C++ runtime creates a graphpool::capture_resource for each capture and hands its address to C code
  * as a graphpool_capture_resource*. Calls return GRAPHPOOL_OK or GRAPHPOOL_ERROR; after an error,
  * graphpool_last_error() gives the message (per thread, valid until the thread's next call).
- * Implemented in bindings/c_api.cpp (library graphpool::c_api). */
+ * Implemented in bindings/c_api.cpp: the shared library libgraphpool_c.so, CMake target graphpool::c_api (in
+ * the build tree and in the installed package: find_package(graphpool), then link graphpool::c_api). */
 #ifndef GRAPHPOOL_C_API_H
 #define GRAPHPOOL_C_API_H
 

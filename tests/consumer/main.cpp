@@ -1,7 +1,10 @@
-// Uses the installed headers: two branches of one slot on host memory.
+// Uses the installed headers: two branches of one slot on host memory; and the installed C library.
+#include <graphpool/c_api.h>
+
 #include <graphpool/graphpool.hpp>
 
 #include <cstdio>
+#include <cstring>
 
 int main() {
   graphpool::host_resource host;
@@ -12,5 +15,8 @@ int main() {
   arenas.reserve();
   const bool shared = arenas.view(slot, a).saved(0) == arenas.view(slot, b).saved(0);
   std::printf("consumer: %s", arenas.statistics().summary().c_str());
-  return shared && arenas.statistics().reserved_bytes == (1u << 20) ? 0 : 1;
+  // The C library links and answers: a null resource is an error with a message.
+  const bool c_api = graphpool_pop_persistent(nullptr) == GRAPHPOOL_ERROR && std::strlen(graphpool_last_error()) > 0;
+  std::printf("consumer: graphpool_pop_persistent(NULL) -> \"%s\"\n", graphpool_last_error());
+  return shared && c_api && arenas.statistics().reserved_bytes == (1u << 20) ? 0 : 1;
 }

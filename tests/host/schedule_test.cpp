@@ -51,12 +51,12 @@ TEST_CASE("bad orders are rejected naming the entry's index and value", "[schedu
   CHECK_THROWS_WITH(schedule::from_entries({1, 2, -2, -1.5, -1}, 0, "o"),
                     contains_text("o: entry 3 (-1.5) is fractional: delayed weight-gradient graphs are not supported"));
   CHECK_THROWS_WITH(schedule::from_order({1, 0, -1}), contains_text("entry 1 (0) is not a chunk id"));
-  CHECK_THROWS_WITH(schedule::from_order({1, -1, -1}), contains_text("entry 2 (-1) is a backward of chunk 1 with no pending"));
-  CHECK_THROWS_WITH(schedule::from_order({-2, 2}), contains_text("entry 0 (-2) is a backward of chunk 2 with no pending"));
+  CHECK_THROWS_WITH(schedule::from_order({1, -1, -1}), contains_text("entry 2 (-1) is a backward of chunk 0 (order id 1) with no pending"));
+  CHECK_THROWS_WITH(schedule::from_order({-2, 2}), contains_text("entry 0 (-2) is a backward of chunk 1 (order id 2) with no pending"));
   CHECK_THROWS_WITH(schedule::from_order({1, 3, -3, -1}, 2),
-                    contains_text("entry 1 (3) names chunk 3 but the schedule has 2 chunk(s)"));
+                    contains_text("entry 1 (3) names chunk 2 (order id 3) but the schedule has 2 chunk(s)"));
   CHECK_THROWS_WITH(schedule::from_order({1, 1, 2, -1, -2}),
-                    contains_text("chunk 1 has 2 forward(s) but 1 backward(s)"));
+                    contains_text("chunk 0 (order id 1) has 2 forward(s) but 1 backward(s)"));
   CHECK_THROWS_WITH(schedule::from_order({}), contains_text("the order is empty"));
   CHECK_THROWS_WITH(schedule::parse_order("1,,-1x"), contains_text("entry 1 ('-1x') is not a number"));
   CHECK_THROWS_WITH(schedule::parse_order("1,nan,-1"), contains_text("entry 1 (nan) is fractional"));

@@ -60,3 +60,30 @@ TEST_CASE("branch, override and layer specs", "[spec]") {
   CHECK(parse_layers_spec("0,2,3") == std::vector<int>{0, 2, 3});
   CHECK_THROWS_WITH(parse_layers_spec("2,,3"), contains_text("'' is not an integer"));
 }
+
+TEST_CASE("specs reject a key given twice, and group without vpp", "[spec]") {
+  CHECK_THROWS_WITH(parse_schedule_spec("pp=4,pp=2,rank=0,microbatches=4"),
+                    contains_text("--schedule 'pp=4,pp=2,rank=0,microbatches=4': key 'pp' is given twice"));
+  CHECK_THROWS_WITH(parse_frame_bytes_spec("chunk=0,layer=0,branch=a,saved=1,saved=2"),
+                    contains_text("key 'saved' is given twice"));
+  CHECK_THROWS_WITH(parse_schedule_spec("pp=4,rank=0,microbatches=8,group=4"),
+                    contains_text("group applies to interleaved schedules only; give vpp=V with V > 1"));
+  CHECK_THROWS_WITH(parse_schedule_spec("pp=4,rank=0,microbatches=8,vpp=1,group=4"),
+                    contains_text("group applies to interleaved schedules only"));
+  CHECK(parse_schedule_spec("pp=4,rank=0,microbatches=8,vpp=2,group=4").size() == 1);
+}
+
+TEST_CASE("orders from the command line: no empty entry, every chunk runs", "[spec]") {
+  CHECK(parse_order_spec("1,1,-1,2,-2,-1").order() == std::vector<int>{1, 1, -1, 2, -2, -1});
+  CHECK(parse_order_spec("1 2 -2 -1").order() == std::vector<int>{1, 2, -2, -1});
+  CHECK(parse_order_spec(" 1, -1 ").order() == std::vector<int>{1, -1});
+  CHECK_THROWS_WITH(parse_order_spec("1,-1,"),
+                    contains_text("--order '1,-1,': entry 2 is empty, after the last entry (a trailing comma)"));
+  CHECK_THROWS_WITH(parse_order_spec("1 1,,-1 -1"), contains_text("entry 2 is empty, between two commas"));
+  CHECK_THROWS_WITH(parse_order_spec(",1,-1"), contains_text("entry 0 is empty, before the first entry"));
+  CHECK_THROWS_WITH(parse_order_spec("1,-1, "), contains_text("entry 2 is empty, after the last entry"));
+  CHECK_THROWS_WITH(parse_order_spec("2,-2"),
+                    contains_text("--order '2,-2': chunk 0 (order id 1) never runs, yet the largest id is 2"));
+  CHECK_THROWS_WITH(parse_order_spec("1,3,-3,-1"), contains_text("chunk 1 (order id 2) never runs"));
+  CHECK_THROWS_WITH(parse_order_spec("1,1,-1"), contains_text("chunk 0 (order id 1) has 2 forward(s) but 1 backward(s)"));
+}

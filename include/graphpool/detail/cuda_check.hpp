@@ -4,6 +4,11 @@
 
 #include <cuda_runtime_api.h>
 
+// Every CUDA-using header includes this one, so the version check lives here.
+#if CUDART_VERSION < 13000
+#error "graphpool needs the CUDA 13 toolkit: its capture code calls cudaStreamGetCaptureInfo and cudaStreamUpdateCaptureDependencies with CUDA 13's signatures (edge data arguments). Point the build at a CUDA 13 toolkit."
+#endif
+
 #include <cstdio>
 #include <string>
 

@@ -183,7 +183,9 @@ struct te_slot {
 
 /// @return the tuples as a Python list literal, one tuple a line.
 [[nodiscard]] inline std::string te_slots_text(const std::vector<te_slot>& tuples) {
-  std::string text = "# (saved_arena, io_slot, branch, chunk, layer, warmup_group, grad_arena)\n[\n";
+  std::string text =
+      "# (saved_arena, io_slot, branch, chunk, layer, warmup_group, grad_arena)\n"
+      "# chunk and layer are 0-based; saved_arena and grad_arena are the coloring's colors\n[\n";
   char line[160];
   for (const te_slot& t : tuples) {
     std::snprintf(line, sizeof(line), "    (%zu, %d, %d, %d, %d, %d, %zu),\n", t.saved_arena, t.io_slot, t.branch,

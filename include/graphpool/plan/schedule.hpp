@@ -142,8 +142,8 @@ class schedule {
       const int id = static_cast<int>(entries[i]);
       const int chunk = std::abs(id) - 1;
       if (chunk >= chunks) {
-        throw error(result.name_ + ": entry " + std::to_string(i) + " (" + std::to_string(id) + ") names chunk " +
-                    std::to_string(std::abs(id)) + " but the schedule has " + std::to_string(chunks) + " chunk(s)");
+        throw error(result.name_ + ": entry " + std::to_string(i) + " (" + std::to_string(id) + ") names " +
+                    chunk_name(chunk) + " but the schedule has " + std::to_string(chunks) + " chunk(s)");
       }
       auto& done_forwards = forwards[static_cast<std::size_t>(chunk)];
       auto& done_backwards = backwards[static_cast<std::size_t>(chunk)];
@@ -152,14 +152,14 @@ class schedule {
       } else {
         if (done_backwards >= done_forwards) {
           throw error(result.name_ + ": entry " + std::to_string(i) + " (" + std::to_string(id) +
-                      ") is a backward of chunk " + std::to_string(-id) + " with no pending forward");
+                      ") is a backward of " + chunk_name(chunk) + " with no pending forward");
         }
         result.events_.push_back(event{phase::backward, chunk, done_backwards++});
       }
     }
     for (int c = 0; c < chunks; ++c) {
       if (forwards[static_cast<std::size_t>(c)] != backwards[static_cast<std::size_t>(c)]) {
-        throw error(result.name_ + ": chunk " + std::to_string(c + 1) + " has " +
+        throw error(result.name_ + ": " + chunk_name(c) + " has " +
                     std::to_string(forwards[static_cast<std::size_t>(c)]) + " forward(s) but " +
                     std::to_string(backwards[static_cast<std::size_t>(c)]) +
                     " backward(s); every forward needs its backward");
@@ -225,6 +225,11 @@ class schedule {
       throw error("schedule: vpp " + std::to_string(chunks) + " must be in [1, " + std::to_string(max_chunks) + "]");
     }
     if (group < 1) throw error("schedule: group size " + std::to_string(group) + " must be at least 1");
+  }
+
+  /// Chunks are 0-based everywhere (events, plans, JSON, messages); an order names them by 1-based id.
+  [[nodiscard]] static std::string chunk_name(int chunk) {
+    return "chunk " + std::to_string(chunk) + " (order id " + std::to_string(chunk + 1) + ")";
   }
 
   [[nodiscard]] static std::string format_entry(double value) {

@@ -51,7 +51,7 @@ namespace detail {
   return value;
 }
 
-/// Splits "key=value,key=value" into pairs; an entry without '=' is an error naming `what`.
+/// Splits "key=value,key=value" into pairs; an entry without '=' or a key given twice is an error naming `what`.
 [[nodiscard]] inline std::vector<std::pair<std::string, std::string>> parse_pairs(std::string_view text,
                                                                                   const std::string& what) {
   std::vector<std::pair<std::string, std::string>> pairs;
@@ -60,7 +60,12 @@ namespace detail {
     if (equals == std::string::npos || equals == 0) {
       throw error(what + ": '" + item + "' is not key=value");
     }
-    pairs.emplace_back(item.substr(0, equals), item.substr(equals + 1));
+    std::string key = item.substr(0, equals);
+    for (const auto& earlier : pairs) {
+      // Last-wins would silently drop a value the user typed: "pp=4,pp=2" is a typo, not a choice.
+      if (earlier.first == key) throw error(what + ": key '" + key + "' is given twice; give it once");
+    }
+    pairs.emplace_back(std::move(key), item.substr(equals + 1));
   }
   return pairs;
 }
@@ -96,7 +101,7 @@ namespace detail {
 /// @brief Parses "pp=P,rank=R,microbatches=M[,vpp=V,group=G]" into one schedule per microbatch count;
 /// `microbatches` may be a range "4..64" (every count) or "4..64:4" (every 4th). With vpp > 1 the
 /// schedule is interleaved (group defaults to pp); otherwise 1F1B.
-/// @throws graphpool::error naming the key or value at fault.
+/// @throws graphpool::error naming the key or value at fault, a key given twice, and group without vpp > 1.
 [[nodiscard]] inline std::vector<schedule> parse_schedule_spec(std::string_view text) {
   const std::string what = "--schedule '" + std::string(text) + "'";
   long long pp = 0;
@@ -106,6 +111,8 @@ namespace detail {
   long long first = 0;
   long long last = 0;
   long long step = 1;
+  bool have_vpp = false;
+  bool have_group = false;
   for (const auto& [key, value] : detail::parse_pairs(text, what)) {
     if (key == "pp") {
       pp = detail::parse_integer(value, what + " pp", 1, 1024);
@@ -113,8 +120,10 @@ namespace detail {
       rank = detail::parse_integer(value, what + " rank", 0, 1023);
     } else if (key == "vpp") {
       vpp = detail::parse_integer(value, what + " vpp", 1, 64);
+      have_vpp = true;
     } else if (key == "group") {
       group = detail::parse_integer(value, what + " group", 1, 4096);
+      have_group = true;
     } else if (key == "microbatches") {
       const std::size_t dots = value.find("..");
       if (dots == std::string::npos) {
@@ -134,6 +143,9 @@ namespace detail {
     }
   }
   if (pp == 0 || rank < 0 || first == 0) throw error(what + ": pp, rank and microbatches are required");
+  if (have_group && (!have_vpp || vpp == 1)) {
+    throw error(what + ": group applies to interleaved schedules only; give vpp=V with V > 1, or drop group");
+  }
   if (group == 0) group = pp;
   std::vector<schedule> schedules;
   try {
@@ -148,6 +160,45 @@ namespace detail {
     throw error(what + ": " + e.what());
   }
   return schedules;
+}
+
+/// @brief Parses an explicit order as `--order` takes it: "1,1,-1,2,-2,-1" (commas and/or spaces) of
+/// Megatron-LM's signed 1-based chunk ids, stricter than schedule::parse_order: an empty entry (a
+/// trailing or doubled comma) is an error naming it, and so is a chunk below the largest id that
+/// never runs ("2,-2": chunk 0 would get frames but never run). Messages name chunks 0-based with
+/// their order id: "chunk 0 (order id 1)".
+/// @throws graphpool::error naming the entry or the chunk, and as schedule::parse_order.
+[[nodiscard]] inline schedule parse_order_spec(std::string_view text) {
+  const std::string what = "--order '" + std::string(text) + "'";
+  std::size_t entries = 0;
+  const std::vector<std::string> pieces = detail::split(text, ',');
+  for (std::size_t i = 0; i < pieces.size(); ++i) {
+    const std::size_t first = pieces[i].find_first_not_of(" \t");
+    if (first == std::string::npos) {
+      const std::string where = i + 1 == pieces.size() ? "after the last entry (a trailing comma)"
+                                : i == 0               ? "before the first entry (a leading comma)"
+                                                       : "between two commas";
+      throw error(what + ": entry " + std::to_string(entries) + " is empty, " + where + "; remove the comma");
+    }
+    // Entries inside one piece are separated by spaces: count them for the next message's index.
+    bool in_entry = false;
+    for (const char ch : pieces[i]) {
+      const bool blank = ch == ' ' || ch == '\t';
+      if (!blank && !in_entry) ++entries;
+      in_entry = !blank;
+    }
+  }
+  schedule order = schedule::parse_order(text, 0, "--order " + std::string(text));  // the planner quotes the name
+  std::vector<bool> runs(static_cast<std::size_t>(order.chunks()), false);
+  for (const event& e : order.events()) runs[static_cast<std::size_t>(e.chunk)] = true;
+  for (int c = 0; c < order.chunks(); ++c) {
+    if (!runs[static_cast<std::size_t>(c)]) {
+      throw error(what + ": chunk " + std::to_string(c) + " (order id " + std::to_string(c + 1) +
+                  ") never runs, yet the largest id is " + std::to_string(order.chunks()) +
+                  "; number the chunks from 1 without gaps");
+    }
+  }
+  return order;
 }
 
 /// @brief Parses "NAME:SAVED[:GRAD]" (sizes as parse_size takes them).
