@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Builds and runs the demo: four CP branches of one slot share one arena (on the GPU when one is
-# present, on host memory otherwise); builds the planner's command line, graphpool-plan, and prints a
-# plan with it (host only: no GPU needed).
+# Builds and runs the demo: the runtime example (examples/runtime), a pipeline rank of four CP variants
+# run five ways on the GPU, with its memory table and a bitwise check against eager; without a GPU it
+# says so and prints the plan it would use. Then the planner's command line, graphpool-plan, prints a
+# plan (host only).
 #   GRAPHPOOL_BUILD_DIR  build folder (default: build)
 #   CMAKE_ARGS           extra configure arguments
 set -euo pipefail
@@ -10,8 +11,8 @@ GRAPHPOOL_NEED_CATCH2=0 source "$root/scripts/prerequisites.sh"  # the demo need
 build=${GRAPHPOOL_BUILD_DIR:-$root/build}
 # shellcheck disable=SC2086
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo ${CMAKE_ARGS:-} >/dev/null
-cmake --build "$build" --target graphpool_demo graphpool_plan >/dev/null
-"$build/examples/graphpool_demo"
+cmake --build "$build" --target graphpool_runtime graphpool_plan >/dev/null
+"$build/examples/graphpool_runtime"
 echo
 echo "graphpool-plan: $build/examples/graphpool-plan (--help lists its options); a plan for PP 4 rank 0, VPP 2:"
 "$build/examples/graphpool-plan" --schedule pp=4,rank=0,microbatches=8,vpp=2 --layers 2 \
