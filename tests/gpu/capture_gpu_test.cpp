@@ -508,3 +508,56 @@ TEST_CASE("a transient-only capture refuses persistent requests, naming the slot
   GRAPHPOOL_CUDA_TRY(cudaStreamIsCapturing(s.stream, &status), "status");
   CHECK(status == cudaStreamCaptureStatusNone);
 }
+
+TEST_CASE("zero-byte requests are nullptr on every capture path, and add no node; foreign frees are errors",
+          "[gpu][capture][zero]") {
+  stream_guard s;
+  auto nodes_of = [](const graph_executable& graph) {
+    std::size_t count = 0;
+    GRAPHPOOL_CUDA_TRY(cudaGraphGetNodes(graph.graph(), nullptr, &count), "nodes");
+    return count;
+  };
+  graphpool::no_persistent_memory none;
+  // A capture session: transient and persistent zero-byte requests, and freeing nullptr.
+  const graph_executable empty = capture_session::capture(s.stream, none, "zero", "b", [&](capture_session& c) {
+    fill_pattern(c.allocate_transient(4096), 4096, 1, c.stream());  // one alloc node, a kernel, a free at the end
+  });
+  const graph_executable zero = capture_session::capture(s.stream, none, "zero", "b", [&](capture_session& c) {
+    CHECK(c.allocate_transient(0) == nullptr);
+    CHECK(c.allocate_persistent(0) == nullptr);  // no_persistent_memory would refuse any real request
+    c.free_transient(nullptr);
+    fill_pattern(c.allocate_transient(4096), 4096, 1, c.stream());
+  });
+  CHECK(nodes_of(zero) == nodes_of(empty));
+  // The plug-in and the C ABI over it: nullptr for zero bytes, an error for a pointer it never handed out.
+  int foreign = 0;
+  const graph_executable plugged = capture_session::capture(s.stream, none, "zero", "plug", [&](capture_session& c) {
+    capture_resource plug(c);
+    auto* handle = reinterpret_cast<graphpool_capture_resource*>(&plug);
+    void* out = &foreign;
+    CHECK(graphpool_allocate(handle, c.stream(), 0, 256, &out) == GRAPHPOOL_OK);
+    CHECK(out == nullptr);
+    CHECK(graphpool_deallocate(handle, c.stream(), nullptr, 0, 256) == GRAPHPOOL_OK);
+    CHECK(graphpool_deallocate(handle, c.stream(), &foreign, 4, 256) == GRAPHPOOL_ERROR);
+    CHECK_THAT(std::string(graphpool_last_error()),
+               contains_text("which is neither a live transient nor persistent memory of this capture"));
+    void* work = plug.allocate(c.stream(), 4096);
+    fill_pattern(work, 4096, 1, c.stream());
+    plug.deallocate(c.stream(), work, 4096);
+    CHECK_THROWS_WITH(plug.deallocate(c.stream(), work, 4096), contains_text("a double free"));
+  });
+  plugged.launch(s.stream);
+  zero.launch(s.stream);
+  GRAPHPOOL_CUDA_TRY(cudaStreamSynchronize(s.stream), "sync");
+  // A window branch over shared pages.
+  shared_physical_resource pages;
+  auto arena = pages.make_arena(2, 64 * MiB);
+  window_branch window(*arena, 1);
+  const graph_executable windowed = capture_session::capture(s.stream, window, "zero", "window", [&](capture_session& c) {
+    CHECK(c.allocate_persistent(0) == nullptr);
+    fill_pattern(c.allocate_persistent(4096), 4096, 2, c.stream());
+  });
+  CHECK(window.high_water() == 4096);
+  windowed.launch(s.stream);
+  GRAPHPOOL_CUDA_TRY(cudaStreamSynchronize(s.stream), "sync");
+}
