@@ -3,15 +3,20 @@
 // slot rules side by side (m mod S against maps chosen from the schedule, with the default copies
 // budget and with none): footprint / live bound, copies per chunk, planning time.
 //
-// usage: graphpool_bench_planner_quality [--json PATH] [--quick]
+// usage: graphpool_bench_planner_quality [--json PATH] [--quick] [--threads N] [--misses PATH]
+// --misses writes the cases the schedule rule (no copy limit) misses issue 8's targets on, each schedule
+// as rectangles (lifetime x bytes per frame), for benchmarks/slot_rule_optimum.py to solve exactly.
 // Host only (no GPU). Prints a summary table and writes JSON (default: planner_quality.json). Exits 1
 // when a quality threshold is missed (--quick: a small corpus in a few seconds, run by ctest).
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bench_support.hpp"
@@ -240,19 +245,24 @@ double percentile(std::vector<double> values, double q) {
 int main(int argc, char** argv) {
   std::string json_path = "planner_quality.json";
   bool quick = false;
+  int threads = 1;
+  std::string misses_path;  // the cases that miss issue 8's targets, as rectangles for an exact solver
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--json") == 0 && i + 1 < argc) {
       json_path = argv[++i];
     } else if (std::strcmp(argv[i], "--quick") == 0) {
       quick = true;
+    } else if (std::strcmp(argv[i], "--misses") == 0 && i + 1 < argc) {
+      misses_path = argv[++i];
+    } else if (std::strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
+      threads = std::max(1, std::atoi(argv[++i]));
     } else {
-      std::fprintf(stderr, "usage: %s [--json PATH] [--quick]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--json PATH] [--quick] [--threads N] [--misses PATH]\n", argv[0]);
       return 2;
     }
   }
   const std::vector<corpus_case> corpus = make_corpus(quick);
-  std::vector<result_row> rows;
-  for (const corpus_case& c : corpus) {
+  auto measure = [](const corpus_case& c) {
     result_row row;
     row.name = c.name;
     const auto t0 = std::chrono::steady_clock::now();
@@ -292,8 +302,23 @@ int main(int argc, char** argv) {
     row.unlimited_bytes = unlimited.saved.footprint_bytes;
     row.unlimited_copies = unlimited.slots;
     row.unlimited_ms = std::chrono::duration<double, std::milli>(t5 - t4).count();
-    rows.push_back(row);
-  }
+    return row;
+  };
+  // Cases run on `threads` threads (each plan is timed on its own thread); progress goes to stderr.
+  std::vector<result_row> rows(corpus.size());
+  std::atomic<std::size_t> next{0};
+  std::atomic<std::size_t> done{0};
+  auto work = [&] {
+    for (std::size_t i = next++; i < corpus.size(); i = next++) {
+      rows[i] = measure(corpus[i]);
+      const std::size_t finished = ++done;
+      if (finished % 50 == 0 || finished == corpus.size()) std::fprintf(stderr, "%zu / %zu plans\n", finished, corpus.size());
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
 
   std::vector<double> offsets_ratio;
   std::vector<double> coloring_ratio;
@@ -485,6 +510,40 @@ int main(int argc, char** argv) {
   std::fprintf(out, "  ]\n}\n");
   std::fclose(out);
   std::printf("wrote %s\n", json_path.c_str());
+
+  if (!misses_path.empty()) {
+    std::FILE* misses = std::fopen(misses_path.c_str(), "w");
+    if (misses == nullptr) {
+      std::fprintf(stderr, "planner_quality: cannot write %s\n", misses_path.c_str());
+      return 1;
+    }
+    std::fprintf(misses, "[\n");
+    bool first = true;
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      const result_row& r = rows[i];
+      if (ratio(r.unlimited_bytes, r.live_bound) <= (r.single ? 1.05 : 1.10)) continue;
+      const problem& input = corpus[i].input;
+      const auto sizes = graphpool::plan::detail::size_frames(input, common_chunks(input.schedules));
+      std::fprintf(misses, "%s  {\"name\": \"%s\", \"live_bound_bytes\": %zu, \"schedule_rule_bytes\": %zu, \"schedules\": [",
+                   first ? "" : ",\n", r.name.c_str(), r.live_bound, r.unlimited_bytes);
+      first = false;
+      for (std::size_t k = 0; k < input.schedules.size(); ++k) {
+        std::fprintf(misses, "%s\n    {\"microbatches\": %d, \"rectangles\": [", k == 0 ? "" : ",", input.schedules[k].microbatches());
+        bool first_rectangle = true;
+        for (const auto& item : graphpool::plan::detail::lifetimes_of(input.schedules[k])) {
+          for (std::size_t bytes : sizes.bytes[static_cast<std::size_t>(item.chunk)]) {
+            if (bytes == 0) continue;
+            std::fprintf(misses, "%s[%zu, %zu, %zu]", first_rectangle ? "" : ", ", item.start, item.end, bytes);
+            first_rectangle = false;
+          }
+        }
+        std::fprintf(misses, "]}");
+      }
+      std::fprintf(misses, "]}");
+    }
+    std::fprintf(misses, "\n]\n");
+    std::fclose(misses);
+  }
 
   // Thresholds: what the planner promises on every corpus, and (quick corpus) figures measured on it
   // with a little room, which a broken placement search or offsets mode would miss.

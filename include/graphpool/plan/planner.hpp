@@ -521,6 +521,9 @@ inline constexpr packing layout_packings[] = {
     {packing_order::size, true, true, 40},    {packing_order::start, false, true, 40},
 };
 
+/// @brief The schedule rule's plans of more frames than this skip the region candidates when a layout fits.
+inline constexpr std::size_t large_plan_frames = 512;
+
 /// @brief Plans the frames of `p` with `mode`.
 ///
 /// With the mod rule, microbatch m replays slot m mod S. With the schedule rule, m mod S and maps
@@ -584,10 +587,14 @@ inline constexpr packing layout_packings[] = {
     return detail::plan_with_maps(p, mode, sizes, std::move(packed.maps), copies, false, packed.offsets);
   }
   // Above the live bound: m mod S (the fewest copies, and the footprint every map must beat), regions by
-  // start time, and the layout, each through the placement search; the smallest wins.
+  // start time, and the layout, each through the placement search; the smallest wins. On large plans
+  // with a layout the region candidates are left out: their searches cost most of the planning time.
   plan best = detail::plan_with_maps(p, mode, sizes, modulo_maps(p.schedules, period), period, false);
+  std::size_t layer_count = 0;
+  for (int layers : sizes.layers_per_chunk) layer_count += static_cast<std::size_t>(layers);
+  const bool large = packed.valid && layer_count * static_cast<std::size_t>(copies_used(packed.maps)) > large_plan_frames;
   for (region_choice choice : {region_choice::lowest, region_choice::best_fit}) {
-    if (best.saved.footprint_bytes <= best.saved.live_bound_bytes) break;
+    if (large || best.saved.footprint_bytes <= best.saved.live_bound_bytes) break;
     std::vector<slot_map> maps = schedule_maps(p.schedules, sizes.chunk_bytes, budget, choice);
     const int copies = copies_used(maps);
     plan candidate = detail::plan_with_maps(p, mode, sizes, std::move(maps), copies, false);

@@ -460,7 +460,12 @@ inline void map_empty_chunks(const schedule& s, const std::vector<std::size_t>& 
   detail::anchor_layout best = detail::place_anchor(frame_bytes, chunk_bytes, items, order, budget, how);
   std::mt19937 random(1);
   std::size_t current = best.valid ? best.footprint : static_cast<std::size_t>(-1);
-  for (int step = 0; step < how.search_steps && best.valid && best.footprint > live[anchor]; ++step) {
+  // A step re-places every microbatch against those placed before it: fewer steps on longer schedules
+  // (a fixed budget of pairs keeps planning quick and deterministic).
+  const std::size_t pairs_per_step = std::max<std::size_t>(items.size() * items.size(), 1);
+  const int steps = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(std::max(how.search_steps, 0)),
+                                                           1'000'000 / pairs_per_step));
+  for (int step = 0; step < steps && best.valid && best.footprint > live[anchor]; ++step) {
     const detail::anchor_layout& last = best;
     std::vector<std::size_t> critical;
     for (std::size_t p = 0; p < order.size(); ++p) {
