@@ -33,7 +33,8 @@ constexpr double quick_offsets_p90 = 1.01;
 constexpr double quick_offsets_worst = 1.23;
 constexpr std::size_t quick_strictly_below_coloring = 40;
 constexpr double quick_schedule_worst = 1.16;
-constexpr std::size_t quick_equal_frames_off_live = 2;
+constexpr std::size_t quick_equal_frames_off_live = 0;
+constexpr std::size_t quick_off_target = 14;  // all "layers 1 heterogeneous"; slot_rule_optimum.py proves some optimal
 
 struct corpus_case {
   std::string name;
@@ -376,6 +377,7 @@ int main(int argc, char** argv) {
   std::size_t schedule_above_mod = 0;
   std::size_t schedule_over_budget = 0;
   std::size_t equal_frames_off_live = 0;
+  std::size_t off_target = 0;  // schedule rule, no copy limit: above 1.05 (single) or 1.10 (unions) of the live bound
   std::size_t strictly_below_coloring = 0;
   const result_row* worst_unlimited = &rows.front();
   for (const result_row& r : rows) {
@@ -390,6 +392,7 @@ int main(int argc, char** argv) {
     schedule_above_mod += r.schedule_bytes > r.offsets ? 1 : 0;
     schedule_over_budget += r.schedule_copies > 2 * r.slots ? 1 : 0;
     equal_frames_off_live += r.equal_frames && r.unlimited_bytes != r.live_bound ? 1 : 0;
+    off_target += ratio(r.unlimited_bytes, r.live_bound) > (r.single ? 1.05 : 1.10) ? 1 : 0;
     strictly_below_coloring += r.offsets < r.coloring ? 1 : 0;
     if (ratio(r.unlimited_bytes, r.live_bound) > ratio(worst_unlimited->unlimited_bytes, worst_unlimited->live_bound)) {
       worst_unlimited = &r;
@@ -413,6 +416,7 @@ int main(int argc, char** argv) {
   std::printf("schedule rule above m mod S: %zu plans; above twice m mod S's copies: %zu plans; equal frames off the "
               "live bound (no copy limit): %zu plans\n",
               schedule_above_mod, schedule_over_budget, equal_frames_off_live);
+  std::printf("schedule rule (no copy limit) above issue 8's targets (1.05 single, 1.10 unions): %zu plans\n", off_target);
 
   // The planning-time target: PP8 VPP4, every M = 1..128, 8 layers per chunk, 4 branches (median of 5).
   problem target;
@@ -490,6 +494,7 @@ int main(int argc, char** argv) {
                schedule_above_mod, schedule_over_budget);
   std::fprintf(out, "  \"equal_frames_off_live_bound\": %zu,\n  \"offsets_strictly_below_coloring\": %zu,\n",
                equal_frames_off_live, strictly_below_coloring);
+  std::fprintf(out, "  \"schedule_rule_off_target\": %zu,\n", off_target);
   std::fprintf(out, "  \"reference_pp4_vpp4_arenas\": [%zu, %zu, %zu, %zu],\n", reference_arenas[0], reference_arenas[1],
                reference_arenas[2], reference_arenas[3]);
   std::fprintf(out, "  \"cases\": [\n");
@@ -556,12 +561,13 @@ int main(int argc, char** argv) {
   expect(schedule_above_mod == 0, "schedule rule (default copies) above m mod S");
   expect(schedule_over_budget == 0, "schedule rule (default copies) above twice m mod S's copies");
   expect(percentile(rules[2].single, 0.5) <= 1.005, "schedule rule single schedules: median above 1.005");
-  if (!quick) {  // issue 8's targets; heterogeneous layers miss them today (see the report)
+  if (!quick) {  // issue 8's targets; heterogeneous layers miss them, some provably (slot_rule_optimum.py)
     expect(equal_frames_off_live == 0, "equal frames off the live bound (schedule rule, no copy limit)");
     expect(percentile(rules[2].single, 1.0) <= 1.05, "schedule rule single schedules: worst above 1.05");
     expect(percentile(rules[2].unions, 1.0) <= 1.10, "schedule rule unions: worst above 1.10");
   } else {
     expect(equal_frames_off_live <= quick_equal_frames_off_live, "more equal-frame plans off the live bound than measured");
+    expect(off_target <= quick_off_target, "more plans off issue 8's targets (schedule rule, no copy limit) than measured");
     expect(percentile(rules[2].single, 1.0) <= quick_schedule_worst, "schedule rule single schedules: worst above measured");
     expect(percentile(rules[2].unions, 1.0) <= quick_schedule_worst, "schedule rule unions: worst above measured");
     expect(percentile(offsets_ratio, 0.9) <= quick_offsets_p90, "offsets / lower bound p90 above the quick threshold");
