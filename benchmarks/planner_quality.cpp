@@ -3,15 +3,20 @@
 // slot rules side by side (m mod S against maps chosen from the schedule, with the default copies
 // budget and with none): footprint / live bound, copies per chunk, planning time.
 //
-// usage: graphpool_bench_planner_quality [--json PATH] [--quick]
+// usage: graphpool_bench_planner_quality [--json PATH] [--quick] [--threads N] [--misses PATH]
+// --misses writes the cases the schedule rule (no copy limit) misses issue 8's targets on, each schedule
+// as rectangles (lifetime x bytes per frame), for benchmarks/slot_rule_optimum.py to solve exactly.
 // Host only (no GPU). Prints a summary table and writes JSON (default: planner_quality.json). Exits 1
 // when a quality threshold is missed (--quick: a small corpus in a few seconds, run by ctest).
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bench_support.hpp"
@@ -28,7 +33,8 @@ constexpr double quick_offsets_p90 = 1.01;
 constexpr double quick_offsets_worst = 1.23;
 constexpr std::size_t quick_strictly_below_coloring = 40;
 constexpr double quick_schedule_worst = 1.16;
-constexpr std::size_t quick_equal_frames_off_live = 2;
+constexpr std::size_t quick_equal_frames_off_live = 0;
+constexpr std::size_t quick_off_target = 14;  // all "layers 1 heterogeneous"; slot_rule_optimum.py proves some optimal
 
 struct corpus_case {
   std::string name;
@@ -240,19 +246,24 @@ double percentile(std::vector<double> values, double q) {
 int main(int argc, char** argv) {
   std::string json_path = "planner_quality.json";
   bool quick = false;
+  int threads = 1;
+  std::string misses_path;  // the cases that miss issue 8's targets, as rectangles for an exact solver
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--json") == 0 && i + 1 < argc) {
       json_path = argv[++i];
     } else if (std::strcmp(argv[i], "--quick") == 0) {
       quick = true;
+    } else if (std::strcmp(argv[i], "--misses") == 0 && i + 1 < argc) {
+      misses_path = argv[++i];
+    } else if (std::strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
+      threads = std::max(1, std::atoi(argv[++i]));
     } else {
-      std::fprintf(stderr, "usage: %s [--json PATH] [--quick]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--json PATH] [--quick] [--threads N] [--misses PATH]\n", argv[0]);
       return 2;
     }
   }
   const std::vector<corpus_case> corpus = make_corpus(quick);
-  std::vector<result_row> rows;
-  for (const corpus_case& c : corpus) {
+  auto measure = [](const corpus_case& c) {
     result_row row;
     row.name = c.name;
     const auto t0 = std::chrono::steady_clock::now();
@@ -292,8 +303,23 @@ int main(int argc, char** argv) {
     row.unlimited_bytes = unlimited.saved.footprint_bytes;
     row.unlimited_copies = unlimited.slots;
     row.unlimited_ms = std::chrono::duration<double, std::milli>(t5 - t4).count();
-    rows.push_back(row);
-  }
+    return row;
+  };
+  // Cases run on `threads` threads (each plan is timed on its own thread); progress goes to stderr.
+  std::vector<result_row> rows(corpus.size());
+  std::atomic<std::size_t> next{0};
+  std::atomic<std::size_t> done{0};
+  auto work = [&] {
+    for (std::size_t i = next++; i < corpus.size(); i = next++) {
+      rows[i] = measure(corpus[i]);
+      const std::size_t finished = ++done;
+      if (finished % 50 == 0 || finished == corpus.size()) std::fprintf(stderr, "%zu / %zu plans\n", finished, corpus.size());
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
 
   std::vector<double> offsets_ratio;
   std::vector<double> coloring_ratio;
@@ -351,6 +377,7 @@ int main(int argc, char** argv) {
   std::size_t schedule_above_mod = 0;
   std::size_t schedule_over_budget = 0;
   std::size_t equal_frames_off_live = 0;
+  std::size_t off_target = 0;  // schedule rule, no copy limit: above 1.05 (single) or 1.10 (unions) of the live bound
   std::size_t strictly_below_coloring = 0;
   const result_row* worst_unlimited = &rows.front();
   for (const result_row& r : rows) {
@@ -365,6 +392,7 @@ int main(int argc, char** argv) {
     schedule_above_mod += r.schedule_bytes > r.offsets ? 1 : 0;
     schedule_over_budget += r.schedule_copies > 2 * r.slots ? 1 : 0;
     equal_frames_off_live += r.equal_frames && r.unlimited_bytes != r.live_bound ? 1 : 0;
+    off_target += ratio(r.unlimited_bytes, r.live_bound) > (r.single ? 1.05 : 1.10) ? 1 : 0;
     strictly_below_coloring += r.offsets < r.coloring ? 1 : 0;
     if (ratio(r.unlimited_bytes, r.live_bound) > ratio(worst_unlimited->unlimited_bytes, worst_unlimited->live_bound)) {
       worst_unlimited = &r;
@@ -388,6 +416,7 @@ int main(int argc, char** argv) {
   std::printf("schedule rule above m mod S: %zu plans; above twice m mod S's copies: %zu plans; equal frames off the "
               "live bound (no copy limit): %zu plans\n",
               schedule_above_mod, schedule_over_budget, equal_frames_off_live);
+  std::printf("schedule rule (no copy limit) above issue 8's targets (1.05 single, 1.10 unions): %zu plans\n", off_target);
 
   // The planning-time target: PP8 VPP4, every M = 1..128, 8 layers per chunk, 4 branches (median of 5).
   problem target;
@@ -465,6 +494,7 @@ int main(int argc, char** argv) {
                schedule_above_mod, schedule_over_budget);
   std::fprintf(out, "  \"equal_frames_off_live_bound\": %zu,\n  \"offsets_strictly_below_coloring\": %zu,\n",
                equal_frames_off_live, strictly_below_coloring);
+  std::fprintf(out, "  \"schedule_rule_off_target\": %zu,\n", off_target);
   std::fprintf(out, "  \"reference_pp4_vpp4_arenas\": [%zu, %zu, %zu, %zu],\n", reference_arenas[0], reference_arenas[1],
                reference_arenas[2], reference_arenas[3]);
   std::fprintf(out, "  \"cases\": [\n");
@@ -486,6 +516,40 @@ int main(int argc, char** argv) {
   std::fclose(out);
   std::printf("wrote %s\n", json_path.c_str());
 
+  if (!misses_path.empty()) {
+    std::FILE* misses = std::fopen(misses_path.c_str(), "w");
+    if (misses == nullptr) {
+      std::fprintf(stderr, "planner_quality: cannot write %s\n", misses_path.c_str());
+      return 1;
+    }
+    std::fprintf(misses, "[\n");
+    bool first = true;
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      const result_row& r = rows[i];
+      if (ratio(r.unlimited_bytes, r.live_bound) <= (r.single ? 1.05 : 1.10)) continue;
+      const problem& input = corpus[i].input;
+      const auto sizes = graphpool::plan::detail::size_frames(input, common_chunks(input.schedules));
+      std::fprintf(misses, "%s  {\"name\": \"%s\", \"live_bound_bytes\": %zu, \"schedule_rule_bytes\": %zu, \"schedules\": [",
+                   first ? "" : ",\n", r.name.c_str(), r.live_bound, r.unlimited_bytes);
+      first = false;
+      for (std::size_t k = 0; k < input.schedules.size(); ++k) {
+        std::fprintf(misses, "%s\n    {\"microbatches\": %d, \"rectangles\": [", k == 0 ? "" : ",", input.schedules[k].microbatches());
+        bool first_rectangle = true;
+        for (const auto& item : graphpool::plan::detail::lifetimes_of(input.schedules[k])) {
+          for (std::size_t bytes : sizes.bytes[static_cast<std::size_t>(item.chunk)]) {
+            if (bytes == 0) continue;
+            std::fprintf(misses, "%s[%zu, %zu, %zu]", first_rectangle ? "" : ", ", item.start, item.end, bytes);
+            first_rectangle = false;
+          }
+        }
+        std::fprintf(misses, "]}");
+      }
+      std::fprintf(misses, "]}");
+    }
+    std::fprintf(misses, "\n]\n");
+    std::fclose(misses);
+  }
+
   // Thresholds: what the planner promises on every corpus, and (quick corpus) figures measured on it
   // with a little room, which a broken placement search or offsets mode would miss.
   std::vector<std::string> missed;
@@ -497,12 +561,13 @@ int main(int argc, char** argv) {
   expect(schedule_above_mod == 0, "schedule rule (default copies) above m mod S");
   expect(schedule_over_budget == 0, "schedule rule (default copies) above twice m mod S's copies");
   expect(percentile(rules[2].single, 0.5) <= 1.005, "schedule rule single schedules: median above 1.005");
-  if (!quick) {  // issue 8's targets; heterogeneous layers miss them today (see the report)
+  if (!quick) {  // issue 8's targets; heterogeneous layers miss them, some provably (slot_rule_optimum.py)
     expect(equal_frames_off_live == 0, "equal frames off the live bound (schedule rule, no copy limit)");
     expect(percentile(rules[2].single, 1.0) <= 1.05, "schedule rule single schedules: worst above 1.05");
     expect(percentile(rules[2].unions, 1.0) <= 1.10, "schedule rule unions: worst above 1.10");
   } else {
     expect(equal_frames_off_live <= quick_equal_frames_off_live, "more equal-frame plans off the live bound than measured");
+    expect(off_target <= quick_off_target, "more plans off issue 8's targets (schedule rule, no copy limit) than measured");
     expect(percentile(rules[2].single, 1.0) <= quick_schedule_worst, "schedule rule single schedules: worst above measured");
     expect(percentile(rules[2].unions, 1.0) <= quick_schedule_worst, "schedule rule unions: worst above measured");
     expect(percentile(offsets_ratio, 0.9) <= quick_offsets_p90, "offsets / lower bound p90 above the quick threshold");

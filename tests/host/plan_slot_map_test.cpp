@@ -3,7 +3,9 @@
 // offsets strictly better than the coloring, the placement search accepting a better order, the
 // verifier's gradient checks, and the message of every planner error.
 
+#include <algorithm>
 #include <cstdint>
+#include <numeric>
 #include <random>
 #include <string>
 #include <vector>
@@ -22,6 +24,11 @@ using graphpool::testing::contains_text;
 using graphpool::testing::verify_plan;
 
 namespace {
+
+std::size_t chunk_bytes_of(const std::vector<std::vector<std::size_t>>& frame_bytes, int chunk) {
+  const auto& layers = frame_bytes[static_cast<std::size_t>(chunk)];
+  return std::accumulate(layers.begin(), layers.end(), std::size_t{0});
+}
 
 constexpr std::size_t MiB = std::size_t{1} << 20;
 
@@ -92,6 +99,97 @@ TEST_CASE("equal frames plan at exactly the live bound with no copy limit", "[pl
       }
     }
   }
+}
+
+TEST_CASE("equal frames in chunks of different layer counts reach a union's live bound", "[plan][slot_map]") {
+  // A chunk's layers are frames of their own: a new copy's layers go one by one into free frames, so
+  // chunks of 3, 2 and 1 layers pack like single frames (regions per chunk left 1.03-1.04 here).
+  for (int rank = 0; rank < 4; ++rank) {
+    INFO("rank " << rank);
+    std::vector<schedule> union_of_counts;
+    for (int m = 4; m <= 32; m += 4) union_of_counts.push_back(schedule::interleaved(4, rank, m, 4, 4));
+    problem p = one_branch(union_of_counts, {0, 3, 2, 1}, slot_rule::schedule);
+    p.max_copies = 0;
+    const plan mapped = verified(p);
+    CHECK(mapped.saved.footprint_bytes == mapped.saved.live_bound_bytes);
+    CHECK(mapped.saved.lower_bound_bytes == mapped.saved.live_bound_bytes);
+    CHECK(mapped.saved.lower_bound_exact);
+  }
+}
+
+namespace {
+
+// Replays every schedule over a packed layout: copies of one chunk alive together differ, no two live
+// copies share bytes, and the footprint is the highest copy's top. Empty string when all holds.
+std::string check_packed(const std::vector<schedule>& schedules, const std::vector<std::vector<std::size_t>>& frame_bytes,
+                         const packed_maps& packed) {
+  std::size_t top = 0;
+  for (std::size_t c = 0; c < packed.offsets.size(); ++c) {
+    for (const std::vector<std::size_t>& copy : packed.offsets[c]) {
+      for (std::size_t l = 0; l < copy.size(); ++l) top = frame_bytes[c][l] == 0 ? top : std::max(top, copy[l] + frame_bytes[c][l]);
+    }
+  }
+  if (top != packed.footprint) return "footprint " + std::to_string(packed.footprint) + " but top " + std::to_string(top);
+  for (std::size_t k = 0; k < schedules.size(); ++k) {
+    std::vector<std::pair<int, int>> alive;  // (chunk, copy)
+    for (const event& e : schedules[k].events()) {
+      const int copy = packed.maps[k].slots[static_cast<std::size_t>(e.chunk)][static_cast<std::size_t>(e.microbatch)];
+      if (e.kind == phase::backward) {
+        alive.erase(std::find(alive.begin(), alive.end(), std::make_pair(e.chunk, copy)));
+        continue;
+      }
+      for (const auto& [chunk, other] : alive) {
+        if (chunk == e.chunk && other == copy) return "schedule " + std::to_string(k) + ": a copy alive twice";
+        if (chunk_bytes_of(frame_bytes, e.chunk) == 0 || chunk_bytes_of(frame_bytes, chunk) == 0) continue;
+        const auto& mine = packed.offsets[static_cast<std::size_t>(e.chunk)][static_cast<std::size_t>(copy)];
+        const auto& theirs = packed.offsets[static_cast<std::size_t>(chunk)][static_cast<std::size_t>(other)];
+        for (std::size_t a = 0; a < mine.size(); ++a) {
+          for (std::size_t b = 0; b < theirs.size(); ++b) {
+            const std::size_t wa = frame_bytes[static_cast<std::size_t>(e.chunk)][a];
+            const std::size_t wb = frame_bytes[static_cast<std::size_t>(chunk)][b];
+            if (wa > 0 && wb > 0 && mine[a] < theirs[b] + wb && theirs[b] < mine[a] + wa) {
+              return "schedule " + std::to_string(k) + ": live copies share bytes";
+            }
+          }
+        }
+      }
+      alive.emplace_back(e.chunk, copy);
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+TEST_CASE("every layout packing gives valid maps and layouts, at or above the live bound", "[plan][slot_map]") {
+  // Heterogeneous chunks (one empty, layers of different sizes), single schedules and unions.
+  const std::vector<std::vector<std::size_t>> frame_bytes = {{}, {77 * MiB, 9 * MiB}, {40 * MiB}, {188 * MiB, 0, 21 * MiB}};
+  std::vector<std::size_t> chunk_bytes;
+  for (const auto& layers : frame_bytes) chunk_bytes.push_back(std::accumulate(layers.begin(), layers.end(), std::size_t{0}));
+  for (int rank = 0; rank < 4; ++rank) {
+    for (bool union_of_counts : {false, true}) {
+      const std::vector<schedule> schedules =
+          union_of_counts ? interleaved_counts(4, rank, 4, 1, 12) : std::vector<schedule>{schedule::interleaved(4, rank, 12, 4, 4)};
+      const std::size_t live = peak_live_bytes(schedules, chunk_bytes);
+      for (const packing& how : layout_packings) {
+        INFO("rank " << rank << " union " << union_of_counts << " order " << static_cast<int>(how.order) << " split "
+                     << how.split_layers << " best fit " << how.best_fit);
+        const packed_maps packed = pack_maps(schedules, frame_bytes, 1000, how);
+        REQUIRE(packed.valid);
+        CHECK(check_packed(schedules, frame_bytes, packed).empty());
+        CHECK(packed.footprint >= live);
+      }
+    }
+  }
+}
+
+TEST_CASE("a layout packing reports no layout when the copies budget runs out", "[plan][slot_map]") {
+  // PP 2 rank 0 1F1B holds two microbatches at once: one copy cannot hold them.
+  const packed_maps packed = pack_maps({schedule::one_f_one_b(2, 0, 4)}, {{MiB}}, 1);
+  CHECK_FALSE(packed.valid);
+  const packed_maps two = pack_maps({schedule::one_f_one_b(2, 0, 4)}, {{MiB}}, 2);
+  CHECK(two.valid);
+  CHECK(two.footprint == 2 * MiB);
 }
 
 TEST_CASE("the default copies budget: at most twice m mod S's copies, never a larger footprint", "[plan][slot_map]") {

@@ -388,20 +388,25 @@ struct frame_sizes {
     for (std::size_t f = 0; f < n; ++f) {
       const planned_frame& frame = result.frames[f];
       const auto& copies = layout[static_cast<std::size_t>(frame.chunk)];
+      // A copy no map uses (another chunk needed more) is never alive: its layers back to back from 0.
       given.offsets[f] = static_cast<std::size_t>(frame.slot) < copies.size()
                              ? copies[static_cast<std::size_t>(frame.slot)][static_cast<std::size_t>(frame.layer)]
-                             : 0;
+                             : frame.offset;
       given.footprint = std::max(given.footprint, given.offsets[f] + frame_weights[f]);
     }
     if (detail::overlaps_a_conflict(frame_graph, frame_weights, given.offsets)) given = placement{};
     if (!given.offsets.empty()) clique_ceiling = std::min(clique_ceiling, given.footprint);
   }
-  const clique heaviest = max_weight_clique(live.saved, group_weights, 2'000'000, clique_ceiling);
+  result.saved.live_bound_bytes = peak_live_bytes(p.schedules, chunk_weight);
+  // A given layout at the live bound cannot be beaten, and the groups alive at the peak are a clique as
+  // heavy as it: the clique bound is the live bound, with no search, and neither placement nor colors search.
+  const bool given_optimal = !given.offsets.empty() && given.footprint <= result.saved.live_bound_bytes;
+  const clique heaviest = given_optimal ? clique{{}, result.saved.live_bound_bytes, true}
+                                        : max_weight_clique(live.saved, group_weights, 2'000'000, clique_ceiling);
   result.saved.lower_bound_bytes = heaviest.weight;
   result.saved.lower_bound_exact = heaviest.exact;
-  result.saved.live_bound_bytes = peak_live_bytes(p.schedules, chunk_weight);
   const coloring baseline = dsatur(frame_graph, frame_weights);
-  const coloring colors = best_coloring(frame_graph, frame_weights, baseline);
+  const coloring colors = given_optimal ? baseline : best_coloring(frame_graph, frame_weights, baseline);
   result.saved.coloring_bytes = baseline.bytes;
   result.saved.coloring_arenas = baseline.arenas();
   for (std::size_t f = 0; f < n; ++f) result.frames[f].color = colors.colors[f];
@@ -418,12 +423,14 @@ struct frame_sizes {
     // where whole groups cannot, around an odd cycle of groups), and the frame coloring stacked (so
     // offsets never take more than the coloring): the smallest wins.
     const placement groups_placed =
-        detail::place(live.saved, group_weights, live.alive_events, group_coloring, group_slots, heaviest.weight);
+        given_optimal ? placement{std::vector<std::size_t>(groups, 0), given.footprint}
+                      : detail::place(live.saved, group_weights, live.alive_events, group_coloring, group_slots,
+                                      heaviest.weight);
     std::size_t footprint = groups_placed.footprint;
     for (std::size_t f = 0; f < n; ++f) {
       result.frames[f].offset += groups_placed.offsets[live.group(result.frames[f].chunk, result.frames[f].slot)];
     }
-    if (footprint > heaviest.weight) {
+    if (footprint > heaviest.weight && !given_optimal) {
       std::vector<std::size_t> frame_lifetimes(n);
       std::vector<std::size_t> frame_slots(n);
       for (std::size_t f = 0; f < n; ++f) {
@@ -437,7 +444,7 @@ struct frame_sizes {
         for (std::size_t f = 0; f < n; ++f) result.frames[f].offset = frames_placed.offsets[f];
       }
     }
-    if (!given.offsets.empty() && given.footprint < footprint) {
+    if (!given.offsets.empty() && (given.footprint < footprint || given_optimal)) {
       footprint = given.footprint;
       for (std::size_t f = 0; f < n; ++f) result.frames[f].offset = given.offsets[f];
     }
@@ -505,6 +512,18 @@ struct frame_sizes {
 
 }  // namespace detail
 
+/// @brief The layouts make_plan tries for the schedule rule, in order, until one reaches the live bound:
+/// by forward time with layers apart (equal frames reach the live bound), then offline orders with
+/// whole chunks best-fit, each refined by a squeaky-wheel search.
+inline constexpr packing layout_packings[] = {
+    {packing_order::start, true, false, 0},   {packing_order::size, false, true, 40},
+    {packing_order::area, false, true, 40},   {packing_order::lifetime, false, false, 40},
+    {packing_order::size, true, true, 40},    {packing_order::start, false, true, 40},
+};
+
+/// @brief The schedule rule's plans of more frames than this skip the region candidates when a layout fits.
+inline constexpr std::size_t large_plan_frames = 512;
+
 /// @brief Plans the frames of `p` with `mode`.
 ///
 /// With the mod rule, microbatch m replays slot m mod S. With the schedule rule, m mod S and maps
@@ -550,23 +569,41 @@ struct frame_sizes {
     if (a.slots != b.slots) return a.slots < b.slots;
     return a.grad.footprint_bytes < b.grad.footprint_bytes;
   };
-  // m mod S first: the fewest copies, and the footprint every map must beat.
+  // Maps laid out as dynamic storage allocation on the schedules' intervals, several ways; the
+  // smallest layout (then the fewest copies) is planned. At the live bound no map can do better.
+  const std::size_t live_bound = peak_live_bytes(p.schedules, sizes.chunk_bytes);
+  packed_maps packed;
+  packed.valid = false;
+  for (const packing& how : layout_packings) {
+    packed_maps candidate = pack_maps(p.schedules, sizes.bytes, budget, how);
+    if (candidate.valid && (!packed.valid || candidate.footprint < packed.footprint ||
+                            (candidate.footprint == packed.footprint && copies_used(candidate.maps) < copies_used(packed.maps)))) {
+      packed = std::move(candidate);
+    }
+    if (packed.valid && packed.footprint <= live_bound) break;
+  }
+  if (packed.valid && packed.footprint <= live_bound) {
+    const int copies = copies_used(packed.maps);
+    return detail::plan_with_maps(p, mode, sizes, std::move(packed.maps), copies, false, packed.offsets);
+  }
+  // Above the live bound: m mod S (the fewest copies, and the footprint every map must beat), regions by
+  // start time, and the layout, each through the placement search; the smallest wins. On large plans
+  // with a layout the region candidates are left out: their searches cost most of the planning time.
   plan best = detail::plan_with_maps(p, mode, sizes, modulo_maps(p.schedules, period), period, false);
+  std::size_t layer_count = 0;
+  for (int layers : sizes.layers_per_chunk) layer_count += static_cast<std::size_t>(layers);
+  const bool large = packed.valid && layer_count * static_cast<std::size_t>(copies_used(packed.maps)) > large_plan_frames;
   for (region_choice choice : {region_choice::lowest, region_choice::best_fit}) {
-    if (best.saved.footprint_bytes <= best.saved.live_bound_bytes) break;
+    if (large || best.saved.footprint_bytes <= best.saved.live_bound_bytes) break;
     std::vector<slot_map> maps = schedule_maps(p.schedules, sizes.chunk_bytes, budget, choice);
     const int copies = copies_used(maps);
     plan candidate = detail::plan_with_maps(p, mode, sizes, std::move(maps), copies, false);
     if (better(candidate, best)) best = std::move(candidate);
   }
-  if (best.saved.footprint_bytes > best.saved.live_bound_bytes) {
-    // Laid out as the schedules replay; useless when the budget forced copies onto live bytes.
-    packed_maps packed = pack_maps(p.schedules, sizes.bytes, budget);
-    if (packed.valid) {
-      const int copies = copies_used(packed.maps);
-      plan candidate = detail::plan_with_maps(p, mode, sizes, std::move(packed.maps), copies, false, packed.offsets);
-      if (better(candidate, best)) best = std::move(candidate);
-    }
+  if (packed.valid && best.saved.footprint_bytes > best.saved.live_bound_bytes) {
+    const int copies = copies_used(packed.maps);
+    plan candidate = detail::plan_with_maps(p, mode, sizes, std::move(packed.maps), copies, false, packed.offsets);
+    if (better(candidate, best)) best = std::move(candidate);
   }
   return best;
 }

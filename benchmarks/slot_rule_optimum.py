@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""Exact optimum of the schedule slot rule on the cases the planner misses issue 8's targets on.
+
+With no copy limit, a single schedule's slot maps and layout are exactly dynamic storage allocation
+on its intervals: every frame (chunk, microbatch, layer) is a rectangle (lifetime x bytes) at a free
+height, and two microbatches of one chunk share a copy exactly when all their frames sit at the same
+heights (they never overlap in time, since their bytes would). So the optimum footprint of one
+schedule is the smallest height that packs its rectangles, which CP-SAT (NoOverlap2D) proves. A union
+of schedules lays every one of them out over one set of copies, so it needs at least the largest
+optimum of its schedules: a lower bound.
+
+usage: graphpool_bench_planner_quality --misses misses.json; slot_rule_optimum.py misses.json [SECONDS [SCHEDULES]]
+(SECONDS per schedule, default 60; a union solves up to SCHEDULES of its schedules, heaviest first, default all,
+stopping when one proves the planner's footprint optimal)
+Prints, per case: live bound, the planner's footprint, the proven optimum (or CP-SAT's bound), and
+whether the target (1.05 single, 1.10 unions, of the live bound) is reachable at all. Needs ortools.
+"""
+import json
+import math
+import sys
+
+from ortools.sat.python import cp_model
+
+
+def optimum(rectangles, upper, seconds):
+    """(lower bound, best height found) of packing `rectangles` [start, end, bytes] under `upper`."""
+    unit = 0
+    for _, _, b in rectangles:
+        unit = math.gcd(unit, b)
+    model = cp_model.CpModel()
+    height = model.NewIntVar(0, upper // unit, "height")
+    xs, ys = [], []
+    for i, (start, end, b) in enumerate(rectangles):
+        xs.append(model.NewFixedSizeIntervalVar(start, end - start, f"x{i}"))
+        y = model.NewIntVar(0, upper // unit - b // unit, f"y{i}")
+        model.Add(y + b // unit <= height)
+        ys.append(model.NewFixedSizeIntervalVar(y, b // unit, f"yi{i}"))
+    model.AddNoOverlap2D(xs, ys)
+    model.Minimize(height)
+    solver = cp_model.CpSolver()
+    solver.parameters.max_time_in_seconds = seconds
+    solver.parameters.num_workers = 2
+    status = solver.Solve(model)
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return int(solver.BestObjectiveBound()) * unit, None
+    return int(solver.BestObjectiveBound()) * unit, int(solver.ObjectiveValue()) * unit
+
+
+def main():
+    cases = json.load(open(sys.argv[1]))
+    seconds = float(sys.argv[2]) if len(sys.argv) > 2 else 60.0
+    heaviest = int(sys.argv[3]) if len(sys.argv) > 3 else 1000
+    for case in cases:
+        live = case["live_bound_bytes"]
+        planned = case["schedule_rule_bytes"]
+        single = len(case["schedules"]) == 1
+        target = 1.05 if single else 1.10
+        # The schedules with the most bytes alive at once first: their optimum bounds the union's.
+        schedules = sorted(case["schedules"], key=lambda s: -peak(s["rectangles"]))[:heaviest]
+        bound, best = 0, None
+        for schedule in schedules:
+            lower, found = optimum(schedule["rectangles"], planned, seconds)
+            if lower > bound or (lower == bound and best is None):
+                bound, best = lower, found
+            if bound >= planned:
+                break  # the planner's footprint is proven optimal
+        found_text = f", best packing found {best >> 20} MiB ({best / live:.3f})" if best is not None else ""
+        if bound >= planned:
+            what = f"optimum {planned >> 20} MiB ({planned / live:.3f}): the planner's"
+        elif single and best == bound:
+            what = f"optimum {bound >> 20} MiB ({bound / live:.3f})"
+        else:
+            what = f"lower bound {bound >> 20} MiB ({bound / live:.3f}){found_text}"
+        if bound > target * live:
+            verdict = "target unreachable (proven)"
+        elif single and best is not None and best <= target * live:
+            verdict = "target reachable: the planner misses"
+        else:
+            verdict = "undecided"
+        print(f"{case['name']}: live {live >> 20} MiB, planner {planned >> 20} MiB ({planned / live:.3f}), {what}: "
+              f"{verdict}", flush=True)
+
+
+def peak(rectangles):
+    events = sorted([(s, b) for s, _, b in rectangles] + [(e, -b) for _, e, b in rectangles], key=lambda x: (x[0], x[1]))
+    live = top = 0
+    for _, b in events:
+        live += b
+        top = max(top, live)
+    return top
+
+
+if __name__ == "__main__":
+    main()
