@@ -89,6 +89,8 @@ TEST_CASE("equal frames plan at exactly the live bound with no copy limit", "[pl
         p.max_copies = 0;
         const plan mapped = verified(p);
         CHECK(mapped.saved.footprint_bytes == mapped.saved.live_bound_bytes);
+        p.max_copies = twice_modulo_copies;  // the default budget: never more than twice m mod S's copies
+        CHECK(verified(p).slots <= 2 * count_slots(p.schedules));
       }
     }
   }
@@ -106,6 +108,8 @@ TEST_CASE("the default copies budget: at most twice m mod S's copies, never a la
       const plan mapped = verified(p);
       CHECK(mapped.slots <= 2 * by_mod.slots);
       CHECK(mapped.saved.footprint_bytes <= by_mod.saved.footprint_bytes);
+      // Ties in footprint go to the fewest copies: m mod S's, when no map is smaller.
+      if (mapped.saved.footprint_bytes == by_mod.saved.footprint_bytes) CHECK(mapped.slots == by_mod.slots);
       p.max_copies = by_mod.slots;  // a budget of exactly m mod S's copies is still valid
       CHECK(verified(p).slots <= by_mod.slots);
     }
