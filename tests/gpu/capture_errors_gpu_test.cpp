@@ -115,4 +115,12 @@ TEST_CASE("a window branch names a window the arena does not have", "[gpu][captu
   auto arena = vmm.make_arena(2, 4 * MiB);
   CHECK_THROWS_WITH(window_branch(*arena, 2), contains_text("window_branch: window 2 of an arena with 2 window(s)"));
   CHECK_NOTHROW(window_branch(*arena, 1));
+  // A request beyond the arena's capacity: the arena's message, named by the capture.
+  window_branch branch(*arena, 1);
+  stream_guard s;
+  capture_session session(s.stream, branch, "attn", "cp2");
+  CHECK_THROWS_WITH(session.allocate_persistent(8 * MiB, 256, persistent_kind::saved),
+                    contains_text("capture of slot 'attn' branch 'cp2': shared_window_arena: 8.00 MiB asked of a "
+                                  "window of 4.00 MiB"));
+  session.abort();
 }
