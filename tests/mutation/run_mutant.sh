@@ -59,8 +59,10 @@ for patch_file in "$@"; do
   if timeout 600 "$work/build/tests/graphpool_host_tests" "${abort_flag[@]}" >"$work/$id.log" 2>&1; then
     echo "$id SURVIVED"; status=1
   else
-    # The console reporter frames each failing test case (and section) between two rules of dashes.
-    killers=$(awk '/^-+$/ { inside = !inside; next } inside { print }' "$work/$id.log" | sort -u | paste -sd ';' -)
+    # The console reporter frames each failing test case (and section) between two rules of dashes;
+    # the first line inside is the start of the test case's name (longer names wrap onto more lines).
+    killers=$(awk '/^-+$/ { inside = !inside; first = inside; next } first { print; first = 0 }' "$work/$id.log" |
+      sort -u | paste -sd ';' -)
     echo "$id KILLED by: ${killers:-the suite ending abnormally (see $work/$id.log)}"
   fi
 done
