@@ -131,6 +131,16 @@ TEST_CASE("slot maps are written to JSON and drive the TransformerEngine tuples"
     const int chunk = static_cast<int>(i / 3);
     CHECK(tuples[i].io_slot == map.slots[static_cast<std::size_t>(chunk)][i % 3]);
   }
+  // A map other than m mod S (chunk 0's copies renamed s -> S-1-s): the tuples follow the map, not m mod S.
+  plan renamed = mapped;
+  REQUIRE(renamed.slots > 1);
+  for (int& copy : renamed.slot_maps[0].slots[0]) copy = renamed.slots - 1 - copy;
+  const std::vector<te_slot> renamed_tuples = te_slots(renamed);
+  for (std::size_t m = 0; m < 3; ++m) {
+    CHECK(renamed_tuples[m].io_slot == renamed.slot_maps[0].slots[0][m]);
+    CHECK(renamed_tuples[m].branch == renamed.slot_maps[0].slots[0][m]);
+  }
+  CHECK(renamed_tuples[0].io_slot != 0);  // microbatch 0 is not on copy 0 mod S
   const plan by_mod = verified(one_branch({schedule::interleaved(2, 0, 3, 2, 2)}, {1}, slot_rule::mod, 1 * MiB));
   CHECK_THAT(to_json(by_mod), contains_text("\"slot_rule\": \"mod\""));
   CHECK_THAT(summary_table(mapped), contains_text("slot rule schedule"));
