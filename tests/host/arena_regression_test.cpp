@@ -387,3 +387,64 @@ TEST_CASE("the host resource allocates and frees from many threads at once", "[r
   CHECK(counting.live_allocations() == 0);
   CHECK(counting.mismatched_frees() == 0);
 }
+
+TEST_CASE("arenas of one reservation sit back to back, each at its own alignment, never overlapping",
+          "[arena][offsets]") {
+  host_resource upstream;
+  arena_allocator<host_resource> arenas(upstream);
+  const slot_id small = arenas.declare_slot("small");
+  arenas.declare_branch(small, "b", {{}, {part(100, 256)}});
+  const slot_id strict = arenas.declare_slot("strict");
+  arenas.declare_branch(strict, "b", {{}, {part(64, 4096)}});
+  const slot_id last = arenas.declare_slot("last");
+  arenas.declare_branch(last, "b", {{}, {part(8, 256)}});
+  arenas.reserve();
+  const auto at = [&](slot_id s) { return reinterpret_cast<std::uintptr_t>(arenas.view(s, branch_id{0}).saved(0)); };
+  // small at 0 (100 bytes), strict at the next multiple of 4096, last right after strict's 64 bytes.
+  CHECK(at(strict) % 4096 == 0);
+  CHECK(at(strict) - at(small) == 4096);
+  CHECK(at(last) - at(strict) == 256);
+  CHECK(arenas.statistics().reserved_bytes == 4096 + 256 + 8);
+}
+
+namespace {
+
+// An upstream that, like a cudaMemPool_t, holds device memory in steps (here 1 MiB) and says how much.
+class stepping_resource {
+ public:
+  static constexpr std::size_t step = std::size_t{1} << 20;
+  [[nodiscard]] void* allocate_sync(std::size_t bytes, std::size_t alignment = graphpool::default_alignment) {
+    live_ += bytes;
+    return host_.allocate_sync(bytes, alignment);
+  }
+  void deallocate_sync(void* ptr, std::size_t bytes, std::size_t alignment = graphpool::default_alignment) noexcept {
+    live_ -= bytes;
+    host_.deallocate_sync(ptr, bytes, alignment);
+  }
+  [[nodiscard]] std::size_t reserved_bytes() const { return (live_ + step - 1) / step * step; }
+
+ private:
+  host_resource host_;
+  std::size_t live_ = 0;
+};
+
+}  // namespace
+
+TEST_CASE("upstream_bytes is what the upstream's own counter grew by at reserve(), not all it holds",
+          "[arena][statistics]") {
+  stepping_resource upstream;
+  void* other = upstream.allocate_sync(stepping_resource::step / 2);  // someone else's memory, half a step
+  {
+    arena_allocator<stepping_resource> arenas(upstream);
+    arenas.declare_branch(arenas.declare_slot("frames"), "b", {{}, {part(3 * stepping_resource::step)}});
+    CHECK(arenas.statistics().upstream_bytes == 0);
+    arenas.reserve();
+    // 0.5 MiB held before (1 MiB counted), 3.5 MiB after (4 MiB counted): the reservation grew it by 3 MiB.
+    CHECK(arenas.statistics().upstream_bytes == 3 * stepping_resource::step);
+    CHECK(arenas.statistics().reserved_bytes == 3 * stepping_resource::step);
+    arenas.release();
+    CHECK(arenas.statistics().upstream_bytes == 0);
+  }
+  upstream.deallocate_sync(other, stepping_resource::step / 2);
+  CHECK(upstream.reserved_bytes() == 0);
+}

@@ -96,6 +96,8 @@ TEST_CASE("equal frames plan at exactly the live bound with no copy limit", "[pl
         p.max_copies = 0;
         const plan mapped = verified(p);
         CHECK(mapped.saved.footprint_bytes == mapped.saved.live_bound_bytes);
+        p.max_copies = twice_modulo_copies;  // the default budget: never more than twice m mod S's copies
+        CHECK(verified(p).slots <= 2 * count_slots(p.schedules));
       }
     }
   }
@@ -204,6 +206,8 @@ TEST_CASE("the default copies budget: at most twice m mod S's copies, never a la
       const plan mapped = verified(p);
       CHECK(mapped.slots <= 2 * by_mod.slots);
       CHECK(mapped.saved.footprint_bytes <= by_mod.saved.footprint_bytes);
+      // Ties in footprint go to the fewest copies: m mod S's, when no map is smaller.
+      if (mapped.saved.footprint_bytes == by_mod.saved.footprint_bytes) CHECK(mapped.slots == by_mod.slots);
       p.max_copies = by_mod.slots;  // a budget of exactly m mod S's copies is still valid
       CHECK(verified(p).slots <= by_mod.slots);
     }
@@ -225,6 +229,16 @@ TEST_CASE("slot maps are written to JSON and drive the TransformerEngine tuples"
     const int chunk = static_cast<int>(i / 3);
     CHECK(tuples[i].io_slot == map.slots[static_cast<std::size_t>(chunk)][i % 3]);
   }
+  // A map other than m mod S (chunk 0's copies renamed s -> S-1-s): the tuples follow the map, not m mod S.
+  plan renamed = mapped;
+  REQUIRE(renamed.slots > 1);
+  for (int& copy : renamed.slot_maps[0].slots[0]) copy = renamed.slots - 1 - copy;
+  const std::vector<te_slot> renamed_tuples = te_slots(renamed);
+  for (std::size_t m = 0; m < 3; ++m) {
+    CHECK(renamed_tuples[m].io_slot == renamed.slot_maps[0].slots[0][m]);
+    CHECK(renamed_tuples[m].branch == renamed.slot_maps[0].slots[0][m]);
+  }
+  CHECK(renamed_tuples[0].io_slot != 0);  // microbatch 0 is not on copy 0 mod S
   const plan by_mod = verified(one_branch({schedule::interleaved(2, 0, 3, 2, 2)}, {1}, slot_rule::mod, 1 * MiB));
   CHECK_THAT(to_json(by_mod), contains_text("\"slot_rule\": \"mod\""));
   CHECK_THAT(summary_table(mapped), contains_text("slot rule schedule"));

@@ -77,6 +77,9 @@ TEST_CASE("equal-size 1F1B schedules plan at exactly the lower bound", "[planner
         CHECK(offsets.slots == pp - rank);
         CHECK(offsets.saved.footprint_bytes == offsets.saved.lower_bound_bytes);
         CHECK(offsets.saved.lower_bound_bytes == static_cast<std::size_t>((pp - rank) * layers) * 64 * MiB);
+        // Returned gradients: one slot's backwards follow one another on one copy; with two or more
+        // slots a backward reads the gradient the previous one (another copy) returned: two alive at once.
+        CHECK(offsets.grad.live_bound_bytes == (pp - rank > 1 ? 2 : 1) * 16 * MiB);
         CHECK(checked(p, assignment::coloring).saved.footprint_bytes == offsets.saved.footprint_bytes);
       }
     }

@@ -324,3 +324,237 @@ TEST_CASE("variant_graphs: one layer, four variants, one microbatch at a time sh
   }
   CHECK(graphs.summary().find("reserved") != std::string::npos);
 }
+
+namespace {
+
+// Backward that also checks every later layer's returned gradient: each keeps its own bytes until the
+// microbatch's backward is over (layer l reads what layers l+1.. returned).
+graphs_type::body backward_reading_gradients(world& w, std::uint32_t layers) {
+  return [&w, layers, inner = backward_body(w)](frame& f) {
+    inner(f);
+    for (std::uint32_t k = f.layer().index + 1; k < layers; ++k) {
+      const auto* grad = static_cast<const std::int64_t*>(f.gradient(layer_id{k}, 0));
+      const std::int64_t base = ((std::int64_t{f.chunk().index}) * 16 + k) * 16 + f.branch().index;
+      f.session().record([&w, grad, base] {
+        ++w.checked;
+        if (grad[0] != base + 16 * 16 * 16 * w.backward_expect) ++w.mismatches;
+      });
+    }
+  };
+}
+
+}  // namespace
+
+TEST_CASE("variant_graphs: reserve() puts every frame and every layer's gradient at the plan's offsets, and no "
+          "layer's gradient overwrites another's", "[variant_graphs]") {
+  host_resource host;
+  world w;
+  const variant_model model{{"cp1", "cp2", "cp4"}, {3}, {plan::schedule::interleaved(4, 0, 8, 2, 4)}};
+  variant_options options;
+  options.guard = true;
+  graphs_type graphs(host, model, options);
+  graphs.capture(stream, forward_body(w), backward_reading_gradients(w, 3));
+  const plan::plan& p = graphs.plan();
+  REQUIRE(p.mode == plan::assignment::offsets);
+  const auto address = [&](std::size_t slot, std::uint32_t b) {
+    return static_cast<const std::byte*>(graphs.arenas().view(slot_id{static_cast<std::uint32_t>(slot)}, branch_id{b}).base());
+  };
+  const auto grad_of = [&](const plan::planned_frame& f) {
+    for (const plan::planned_grad& g : p.grads) {
+      if (g.chunk == f.chunk && g.slot == f.slot) return g;
+    }
+    FAIL("no gradient for " << f.chunk << "/" << f.slot);
+    return plan::planned_grad{};
+  };
+  // Slot 2i holds frame i's outputs and saved tensors, slot 2i + 1 the gradients its backward returns:
+  // the largest branch's 192 bytes, 256-aligned, one layer after another.
+  const std::size_t grad0 = grad_of(p.frames[0]).offset;
+  for (std::size_t i = 0; i < p.frames.size(); ++i) {
+    const plan::planned_frame& f = p.frames[i];
+    for (std::uint32_t b = 0; b < 3; ++b) {
+      INFO("frame " << i << " branch " << b);
+      CHECK(address(2 * i, b) - address(0, b) == static_cast<std::ptrdiff_t>(f.offset - p.frames[0].offset));
+      CHECK(address(2 * i + 1, b) - address(1, b) ==
+            static_cast<std::ptrdiff_t>(grad_of(f).offset + 256 * static_cast<std::size_t>(f.layer) - grad0));
+    }
+  }
+  replay(graphs, w, plan::schedule::interleaved(4, 0, 8, 2, 4));
+  CHECK(w.checked > 0);
+  CHECK(w.mismatches == 0);
+}
+
+TEST_CASE("variant_graphs: each chunk launches through its own slot map", "[variant_graphs]") {
+  host_resource host;
+  world w;
+  variant_options options;
+  options.guard = true;
+  const plan::schedule order = plan::schedule::interleaved(4, 0, 8, 2, 4);
+  graphs_type planner(host, pipeline_model(), options);
+  planner.measure(stream, forward_body(w), backward_body(w));
+  const plan::plan planned = planner.make_plan();
+  // Chunk 1's copies renamed (s -> S-1-s), frames, gradients and map together: a plan as valid as the
+  // planner's, whose map differs between the chunks.
+  plan::plan p = planned;
+  const int slots = p.slots;
+  REQUIRE(slots > 1);
+  for (plan::planned_frame& f : p.frames) {
+    if (f.chunk != 1) continue;
+    for (const plan::planned_frame& old : planned.frames) {
+      if (old.chunk == 1 && old.slot == slots - 1 - f.slot && old.layer == f.layer) {
+        f.arena = old.arena;
+        f.offset = old.offset;
+        f.bytes = old.bytes;
+        f.color = old.color;
+      }
+    }
+  }
+  for (plan::planned_grad& g : p.grads) {
+    if (g.chunk != 1) continue;
+    for (const plan::planned_grad& old : planned.grads) {
+      if (old.chunk == 1 && old.slot == slots - 1 - g.slot) {
+        g.arena = old.arena;
+        g.offset = old.offset;
+        g.bytes = old.bytes;
+        g.color = old.color;
+      }
+    }
+  }
+  for (int& copy : p.slot_maps.at(0).slots.at(1)) copy = slots - 1 - copy;
+  graphs_type graphs(host, pipeline_model(), options);
+  graphs.measure(stream, forward_body(w), backward_body(w));
+  graphs.use_plan(p);
+  graphs.reserve();
+  graphs.capture(stream);
+  graphs.begin_step(8);
+  bool differ = false;
+  for (int m = 0; m < 8; ++m) {
+    CHECK(static_cast<int>(graphs.slot(chunk_id{0}, m).index) == p.slot_maps[0].slots[0][static_cast<std::size_t>(m)]);
+    CHECK(static_cast<int>(graphs.slot(chunk_id{1}, m).index) == p.slot_maps[0].slots[1][static_cast<std::size_t>(m)]);
+    differ = differ || graphs.slot(chunk_id{0}, m).index != graphs.slot(chunk_id{1}, m).index;
+  }
+  CHECK(differ);
+  for (unsigned seed : {1u, 2u}) replay(graphs, w, order, seed);
+  CHECK(w.checked > 0);
+  CHECK(w.mismatches == 0);
+  CHECK(graphs.guard().live() == 0);
+}
+
+TEST_CASE("variant_graphs: a capture making fewer or more persistent requests than its measurement is refused",
+          "[variant_graphs]") {
+  host_resource host;
+  graphs_type graphs(host, {"a"});
+  int extra_saved = 0;
+  int extra_gradients = 0;
+  graphs.measure(stream,
+                 [&](frame& f) {
+                   for (int i = 0; i < 2 + extra_saved; ++i) static_cast<void>(f.allocate_saved(512));
+                 },
+                 [&](frame& f) {
+                   for (int i = 0; i < 1 + extra_gradients; ++i) static_cast<void>(f.allocate_gradient(64));
+                 });
+  graphs.make_plan();
+  graphs.reserve();
+  extra_saved = -1;
+  CHECK_THROWS_WITH(graphs.capture(stream), contains_text("chunk 0 slot 0 branch 'a' layer 0 forward made 1 persistent "
+                                                          "request(s), its measurement 2; the captured code must make "
+                                                          "the same requests"));
+  extra_saved = 1;
+  CHECK_THROWS_WITH(graphs.capture(stream), contains_text("layer 0 forward: persistent request 2 (saved 512 B @256) "
+                                                          "differs from the measurement, which made only 2 request(s)"));
+  extra_saved = 0;
+  extra_gradients = -1;
+  CHECK_THROWS_WITH(graphs.capture(stream), contains_text("layer 0 backward made 0 persistent request(s), its "
+                                                          "measurement 1"));
+  extra_gradients = 0;
+  graphs.capture(stream);
+  CHECK(graphs.graphs() == 2);
+}
+
+TEST_CASE("variant_graphs: zero-byte requests return nullptr when measuring and capturing, and take no part",
+          "[variant_graphs]") {
+  host_resource host;
+  graphs_type graphs(host, {"a", "b"});
+  int nulls = 0;
+  graphs.capture(stream,
+                 [&](frame& f) {
+                   nulls += f.allocate_output(0) == nullptr;
+                   static_cast<void>(f.allocate_saved(512));
+                   nulls += f.allocate_saved(0) == nullptr;
+                 },
+                 [&](frame& f) { nulls += f.allocate_gradient(0) == nullptr; });
+  CHECK(nulls == 3 * 2 * 2);  // three requests, two branches, measured then captured
+  for (std::uint32_t b = 0; b < 2; ++b) {
+    CHECK(graphs.arenas().view(slot_id{0}, branch_id{b}).output_count() == 0);
+    CHECK(graphs.arenas().view(slot_id{0}, branch_id{b}).saved_count() == 1);
+    CHECK(graphs.arenas().view(slot_id{1}, branch_id{b}).saved_count() == 0);
+  }
+}
+
+TEST_CASE("variant_graphs: use_plan refuses a plan that does not fit the model, naming what differs",
+          "[variant_graphs][plan]") {
+  host_resource host;
+  world w;
+  graphs_type graphs(host, pipeline_model());
+  graphs.measure(stream, forward_body(w), backward_body(w));
+  const plan::plan good = graphs.make_plan();
+  const auto refused = [&](const char* what, auto change, const std::string& message) {
+    INFO(what);
+    plan::plan p = good;
+    change(p);
+    CHECK_THROWS_WITH(graphs.use_plan(p), contains_text(message));
+  };
+  const std::string fix = "; make the plan from this model's measurement";
+  refused("layers", [](plan::plan& p) { p.layers_per_chunk = {2, 3}; },
+          "the plan's layers per chunk differ from the model's (2 vs 2 chunk(s))" + fix);
+  refused("branch names", [](plan::plan& p) { p.branches[2] = "cp8"; },
+          "the plan's branches differ from the model's (3 vs 3, same names in the same order needed)" + fix);
+  refused("no map", [](plan::plan& p) { p.slot_maps.clear(); }, "the plan has no slot map" + fix);
+  refused("order", [](plan::plan& p) { std::swap(p.frames[0], p.frames[1]); },
+          "the plan's frames are not chunk-major, then slot, then layer at frame 0" + fix);
+  refused("frame past its arena", [](plan::plan& p) { p.frames[0].bytes = p.arena_bytes[0] - p.frames[0].offset + 1; },
+          "plan frame (chunk 0 slot 0 layer 0) lies outside its arena 0" + fix);
+  refused("no gradient", [](plan::plan& p) { p.grads.erase(p.grads.begin()); },
+          "the plan has no returned gradient for chunk 0 slot 0; make the plan with the model's layers");
+  refused("small gradient", [](plan::plan& p) { p.grads[0].bytes = 256; },
+          "plan gradient of chunk 0 slot 0 holds 256 bytes but the layers' backwards return 512 bytes");
+  refused("gradient past its arena", [](plan::plan& p) { p.grads[0].offset = p.grad_arena_bytes[0]; },
+          "(or it lies outside its arena)");
+  refused("map chunks", [](plan::plan& p) { p.slot_maps[0].slots.pop_back(); },
+          "the plan's slot map for 'interleaved pp=4 rank=0 microbatches=8 vpp=2 group=4' has 1 chunk(s), the model 2" + fix);
+  refused("slot beyond", [](plan::plan& p) { p.slot_maps[0].slots[1][3] = p.slots; },
+          "names slot " + std::to_string(good.slots) + " but the plan has " + std::to_string(good.slots) + fix);
+  refused("slot below", [](plan::plan& p) { p.slot_maps[0].slots[0][0] = -1; }, "names slot -1 but the plan has");
+  CHECK_NOTHROW(graphs.use_plan(good));
+}
+
+TEST_CASE("variant_graphs: bad models, missing bodies and reads of parts not placed are errors naming them",
+          "[variant_graphs]") {
+  host_resource host;
+  CHECK_THROWS_WITH(graphs_type(host, {"a", ""}), contains_text("variant_graphs: branch 1 has an empty name"));
+  CHECK_THROWS_WITH(graphs_type(host, variant_model{{"a"}, {}, {}}),
+                    contains_text("variant_graphs: no layer count given; give one per chunk"));
+  CHECK_THROWS_WITH(graphs_type(host, variant_model{{"a"}, {-1}, {}}),
+                    contains_text("variant_graphs: a chunk has -1 layers; counts cannot be negative"));
+  CHECK_THROWS_WITH(graphs_type(host, variant_model{{"a"}, {1, 1, 1}, {plan::schedule::interleaved(4, 0, 8, 2, 4)}}),
+                    contains_text("variant_graphs: 3 layer counts for schedules of 2 chunk(s); give one per chunk, or "
+                                  "one for all"));
+  graphs_type graphs(host, {"a"});
+  CHECK_THROWS_WITH(graphs.measure(stream, {}, [](frame&) {}),
+                    contains_text("variant_graphs: no forward body; pass one to measure()"));
+  CHECK_THROWS_WITH(graphs.measure(stream, [](frame& f) { static_cast<void>(f.output(layer_id{5}, 0)); }, [](frame&) {}),
+                    contains_text("capture of slot 'chunk 0 (measuring)' branch 'a': layer 5 is beyond the chunk's 1 "
+                                  "layer(s)"));
+  CHECK_THROWS_WITH(graphs.measure(stream, [](frame&) {}, [](frame& f) { static_cast<void>(f.gradient(layer_id{0}, 0)); }),
+                    contains_text(": gradient part 0 of layer 0 is not placed yet (0 so far); a forward reads outputs "
+                                  "of earlier layers, a backward gradients of later ones"));
+  CHECK_THROWS_WITH(graphs.capture(stream,
+                                   [](frame& f) {
+                                     if (!f.measuring()) static_cast<void>(f.output(layer_id{5}, 0));
+                                   },
+                                   [](frame&) {}),
+                    contains_text("chunk 0 slot 0 branch 'a': layer 5 is beyond the chunk's 1 layer(s)"));
+  measuring_branch measured;
+  CHECK_THROWS_WITH(measured.layout(), contains_text("measuring_branch: no measuring capture has finished yet"));
+  CHECK_THROWS_WITH(plan::from_json("{\"mode\": \"offsets\", \"chunks\": -1}"),
+                    contains_text("plan JSON chunks: expected a non-negative integer, found -1"));
+}

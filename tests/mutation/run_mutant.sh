@@ -7,11 +7,14 @@
 #   usage: tests/mutation/run_mutant.sh PATCH...        e.g. tests/mutation/run_mutant.sh tests/mutation/mem-*.patch
 #   GRAPHPOOL_MUTATION_DIR    the copy and its build (default: /tmp/graphpool-mutation)
 #   GRAPHPOOL_MUTATION_FLAGS  extra compiler flags, e.g. "-fsanitize=address" (use a separate DIR per set of flags)
+# A patch whose first line is "Mutation-Flags: FLAGS" (text before the diff, which patch skips) is
+# always built with FLAGS, in DIR-FLAGS: a mutant only a sanitizer sees (a race, an alignment mismatch).
+#   GRAPHPOOL_MUTATION_FIRST  1: stop the suite at the first failing test (faster; names one killer)
 # Exit status: 0 when every mutant was killed, 1 when one survived or did not build.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
-work=${GRAPHPOOL_MUTATION_DIR:-/tmp/graphpool-mutation}
-flags=${GRAPHPOOL_MUTATION_FLAGS:-}
+base_work=${GRAPHPOOL_MUTATION_DIR:-/tmp/graphpool-mutation}
+base_flags=${GRAPHPOOL_MUTATION_FLAGS:-}
 [ $# -ge 1 ] || { echo "usage: $0 PATCH..." >&2; exit 2; }
 source "$root/scripts/prerequisites.sh" >/dev/null
 
@@ -31,6 +34,14 @@ status=0
 for patch_file in "$@"; do
   patch_path=$(cd "$(dirname "$patch_file")" && pwd)/$(basename "$patch_file")
   id=$(basename "$patch_file" .patch)
+  work=$base_work
+  flags=$base_flags
+  patch_flags=$(sed -n '1s/^Mutation-Flags: //p' "$patch_path")
+  if [ -n "$patch_flags" ]; then
+    flags=$patch_flags
+    work=$base_work-$(printf '%s' "$patch_flags" | tr -c 'a-zA-Z0-9' '-')
+  fi
+  mkdir -p "$work"
   sync_tree
   if ! patch -d "$work/src" -p1 --forward --batch --quiet <"$patch_path" >"$work/patch.log" 2>&1; then
     echo "$id STILLBORN: the patch does not apply"; cat "$work/patch.log"; status=1; continue
@@ -43,11 +54,15 @@ for patch_file in "$@"; do
   if ! cmake --build "$work/build" --target graphpool_host_tests >"$work/build.log" 2>&1; then
     echo "$id STILLBORN: the mutant does not build"; grep -m 3 'error' "$work/build.log" || true; status=1; continue
   fi
-  if timeout 600 "$work/build/tests/graphpool_host_tests" >"$work/$id.log" 2>&1; then
+  abort_flag=()
+  [ "${GRAPHPOOL_MUTATION_FIRST:-0}" = 1 ] && abort_flag=(--abort)
+  if timeout 600 "$work/build/tests/graphpool_host_tests" "${abort_flag[@]}" >"$work/$id.log" 2>&1; then
     echo "$id SURVIVED"; status=1
   else
-    # The console reporter frames each failing test case (and section) between two rules of dashes.
-    killers=$(awk '/^-+$/ { inside = !inside; next } inside { print }' "$work/$id.log" | sort -u | paste -sd ';' -)
+    # The console reporter frames each failing test case (and section) between two rules of dashes;
+    # the first line inside is the start of the test case's name (longer names wrap onto more lines).
+    killers=$(awk '/^-+$/ { inside = !inside; first = inside; next } first { print; first = 0 }' "$work/$id.log" |
+      sort -u | paste -sd ';' -)
     echo "$id KILLED by: ${killers:-the suite ending abnormally (see $work/$id.log)}"
   fi
 done
