@@ -91,7 +91,7 @@ bad=(
   "2 --emit xml --order 1,-1 --branch a:1MiB => --emit 'xml': the only output to emit is te-slots"
   "2 --json --emit te-slots --order 1,-1 --branch a:1MiB => --json and --emit te-slots each print a whole document"
   "2 --branch a:1MB --order 1,-1 => size '1MB' is not a number with an optional unit"
-  "1 --order 1,1,-1,-1 --slots 1 --branch a:1MiB => schedule '--order 1,1,-1,-1', entry 1 (1): the forward of"
+  "1 --order 1,1,-1,-1 --slots 1 --branch a:1MiB => schedule '--order 1,1,-1,-1', entry 1 (order id 1): the forward of chunk 0"
   "1 --order 1,1,-1,-1 --slots 1 --branch a:1MiB => slot period is shorter than the schedule's liveness; use at least 2 slots"
   "1 --order 1,-1 --branch a:1MiB --layers 2,3 => 2 layer counts given for 1 chunk(s)"
   "1 --order 1,-1 --branch a:1MiB --frame-bytes chunk=0,layer=4,branch=a,saved=1MiB => override for chunk 0 layer 4: the chunk has 1 layer(s)"

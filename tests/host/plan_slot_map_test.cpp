@@ -278,10 +278,10 @@ TEST_CASE("liveness rejects maps that do not fit their schedules", "[plan][slot_
                                   "of 1 chunk(s), not 3 of 1"));
   map = {"m", 3, {{0, 1, 2}}};
   CHECK_THROWS_WITH(analyze(schedules, {map}, 2, false),
-                    contains_text("sends chunk 1 microbatch 2 to slot 2, outside [0, 2)"));
+                    contains_text("sends chunk 0 microbatch 2 to slot 2, outside [0, 2)"));
   map = {"m", 3, {{0, 0, 1}}};  // microbatch 1 starts while 0 is alive
   CHECK_THROWS_WITH(analyze(schedules, {map}, 2, false),
-                    contains_text("lands on frame (chunk 1, slot 0) still alive for microbatch 0: the slot map is invalid"));
+                    contains_text("lands on frame (chunk 0, slot 0) still alive for microbatch 0: the slot map is invalid"));
   map = {"m", 3, {{0, 1, 0}}};  // microbatch 2 starts after 0's backward: valid
   CHECK(analyze(schedules, {map}, 2, false).saved.conflicts(0, 1));
 }

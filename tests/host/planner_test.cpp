@@ -161,8 +161,8 @@ TEST_CASE("too few slots fails naming the schedule and the frame", "[planner][er
   problem p = uniform({schedule::one_f_one_b(4, 0, 8)}, {1});
   p.slots = 3;
   CHECK_THROWS_WITH(make_plan(p, assignment::offsets),
-                    contains_text("schedule '1f1b pp=4 rank=0 microbatches=8', entry 3 (1): the forward of chunk 1 "
-                                  "microbatch 3 lands on frame (chunk 1, slot 0) still alive for microbatch 0: slot "
+                    contains_text("schedule '1f1b pp=4 rank=0 microbatches=8', entry 3 (order id 1): the forward of chunk 0 "
+                                  "microbatch 3 lands on frame (chunk 0, slot 0) still alive for microbatch 0: slot "
                                   "period is shorter than the schedule's liveness; use at least 4 slots"));
   p.slots = 5;  // more slots than needed is valid
   CHECK(checked(p, assignment::offsets).slots == 5);

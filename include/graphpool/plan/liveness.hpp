@@ -122,16 +122,16 @@ struct liveness {
       const std::vector<int>& row = map.slots[static_cast<std::size_t>(e.chunk)];
       const int slot = static_cast<std::size_t>(e.microbatch) < row.size() ? row[static_cast<std::size_t>(e.microbatch)] : -1;
       if (slot < 0 || slot >= result.slots) {
-        throw error("planner: the slot map for schedule '" + s.name() + "' sends chunk " + std::to_string(e.chunk + 1) +
+        throw error("planner: the slot map for schedule '" + s.name() + "' sends chunk " + std::to_string(e.chunk) +
                     " microbatch " + std::to_string(e.microbatch) + " to slot " + std::to_string(slot) +
                     ", outside [0, " + std::to_string(result.slots) + ")");
       }
       const std::size_t g = result.group(e.chunk, slot);
       if (e.kind == phase::forward) {
         if (holder[g] >= 0) {
-          throw error("schedule '" + s.name() + "', entry " + std::to_string(i) + " (" + std::to_string(e.chunk + 1) +
-                      "): the forward of chunk " + std::to_string(e.chunk + 1) + " microbatch " +
-                      std::to_string(e.microbatch) + " lands on frame (chunk " + std::to_string(e.chunk + 1) +
+          throw error("schedule '" + s.name() + "', entry " + std::to_string(i) + " (order id " +
+                      std::to_string(e.chunk + 1) + "): the forward of chunk " + std::to_string(e.chunk) + " microbatch " +
+                      std::to_string(e.microbatch) + " lands on frame (chunk " + std::to_string(e.chunk) +
                       ", slot " + std::to_string(slot) + ") still alive for microbatch " + std::to_string(holder[g]) +
                       (modulo ? ": slot period is shorter than the schedule's liveness; use at least " +
                                     std::to_string(count_slots(schedules)) + " slots"
