@@ -323,6 +323,16 @@ TEST_CASE("variant_graphs: one layer, four variants, one microbatch at a time sh
     graphs.backward(m, graphs.branch("cp4"), stream);
   }
   CHECK(graphs.summary().find("reserved") != std::string::npos);
+  // Capturing again with the same requests reuses the reservation; changed requests are refused.
+  graphs.capture(stream, [](frame& f) {
+    static_cast<void>(f.allocate_output(1 << 10));
+    static_cast<void>(f.allocate_saved((std::size_t{1} << 20) >> f.branch().index));
+  }, [](frame&) {});
+  CHECK(graphs.graphs() == 8);
+  CHECK_THROWS_WITH(graphs.capture(stream, [](frame& f) { static_cast<void>(f.allocate_saved(std::size_t{2} << 20)); },
+                                   [](frame&) {}),
+                    contains_text("the bodies' persistent requests changed since reserve()"));
+  CHECK(graphs.statistics().reserved_bytes == (1 << 10) + (1 << 20));
 }
 
 namespace {

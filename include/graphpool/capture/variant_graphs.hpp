@@ -94,8 +94,11 @@ class variant_graphs final {
 
   /// @brief Runs every branch's forward (layers in order) then backward (layers in reverse) of each
   /// chunk once in a throw-away capture on `stream`, recording each layer's persistent requests.
-  /// The bodies are kept for capture(). @throws graphpool::error naming the chunk, branch and cause.
+  /// The bodies are kept for capture(). Measuring again after reserve() must find the same requests
+  /// (the memory was laid out for them). @throws graphpool::error naming the chunk, branch and cause,
+  /// or when the requests changed since reserve() (call release() and plan again).
   void measure(cudaStream_t stream, body forward, body backward) {
+    const detail::measurement reserved_for = reserved() ? measurement_ : detail::measurement{};
     forward_ = std::move(forward);
     backward_ = std::move(backward);
     for (auto& chunk : measurement_) {
@@ -120,6 +123,11 @@ class variant_graphs final {
       }
     }
     measured_ = true;
+    if (reserved() && !detail::same_requests(reserved_for, measurement_)) {
+      measurement_ = reserved_for;
+      throw error("variant_graphs::measure: the bodies' persistent requests changed since reserve(), which laid the "
+                  "memory out for the earlier ones; call release() and plan again");
+    }
   }
 
   /// @brief Plans the measured sizes over the model's schedules, in process.

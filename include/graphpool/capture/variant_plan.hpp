@@ -77,6 +77,28 @@ namespace detail {
 
 using measurement = std::vector<std::vector<std::vector<measured_layer>>>;  // [chunk][layer][branch]
 
+/// @return true when two measurements recorded the same requests, in the same order.
+[[nodiscard]] inline bool same_requests(const measurement& a, const measurement& b) {
+  auto same = [](const std::vector<recorded_request>& x, const std::vector<recorded_request>& y) {
+    return std::equal(x.begin(), x.end(), y.begin(), y.end(), [](const recorded_request& p, const recorded_request& q) {
+      return p.kind == q.kind && p.bytes == q.bytes && p.alignment == q.alignment;
+    });
+  };
+  if (a.size() != b.size()) return false;
+  for (std::size_t c = 0; c < a.size(); ++c) {
+    if (a[c].size() != b[c].size()) return false;
+    for (std::size_t l = 0; l < a[c].size(); ++l) {
+      if (a[c][l].size() != b[c][l].size()) return false;
+      for (std::size_t br = 0; br < a[c][l].size(); ++br) {
+        if (!same(a[c][l][br].forward, b[c][l][br].forward) || !same(a[c][l][br].gradients, b[c][l][br].gradients)) {
+          return false;
+        }
+      }
+    }
+  }
+  return true;
+}
+
 /// @return the bytes `layout` spans, its parts placed in order, each aligned.
 [[nodiscard]] inline std::size_t extent_of(const branch_layout& layout) {
   return place_branch("a measured layer", "measured", layout).extent;
