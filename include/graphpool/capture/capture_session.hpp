@@ -303,6 +303,14 @@ class capture_session final {
   [[nodiscard]] static graph_executable capture(cudaStream_t stream, persistent_memory& persistent, std::string slot,
                                                 std::string branch, Body&& body, capture_options options = {}) {
     capture_session session(stream, persistent, std::move(slot), std::move(branch), options);
+    return finish_or_roll_back(session, body);
+  }
+
+  /// @brief Runs `body(session)` in `session`, then finish(); if `body` throws, aborts the session
+  /// (everything restored) and throws a graphpool::error naming the capture and the cause. `Session`
+  /// is capture_session or a stand-in with abort(), finish() and where().
+  template <class Session, class Body>
+  [[nodiscard]] static auto finish_or_roll_back(Session& session, Body&& body) {
     try {
       body(session);
     } catch (const error& e) {

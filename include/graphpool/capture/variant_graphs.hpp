@@ -384,18 +384,8 @@ class variant_graphs final {
   // aborted (everything restored) and the error names what was captured.
   template <class Fill>
   executable run_capture(cudaStream_t stream, const std::string& what, branch_id branch, Fill&& fill) {
-    capture_options options = options_.capture;
-    Session session(stream, no_persistent_, what, model_.branches[branch.index], options);
-    try {
-      fill(session);
-    } catch (const error& e) {
-      session.abort();
-      throw error(session.where() + " failed: " + e.what() + "; the capture was rolled back", e.cuda_code());
-    } catch (const std::exception& e) {
-      session.abort();
-      throw error(session.where() + " failed: " + e.what() + "; the capture was rolled back");
-    }
-    return session.finish();
+    Session session(stream, no_persistent_, what, model_.branches[branch.index], options_.capture);
+    return capture_session::finish_or_roll_back(session, fill);
   }
 
   static void require(bool ok, const std::string& call, const std::string& fix) {
