@@ -323,13 +323,18 @@ class variant_graphs final {
     return static_cast<std::uint32_t>(model_.layers_per_chunk[chunk.index]);
   }
 
-  [[nodiscard]] branch_view frame_view(chunk_id chunk, int microbatch, layer_id layer, branch_id branch,
-                                       bool gradients) const {
+  // The plan's frame that `microbatch` of (chunk, layer) runs in this step; checks every id first.
+  [[nodiscard]] std::size_t frame_index(chunk_id chunk, int microbatch, layer_id layer, branch_id branch) const {
     const slot_id copy = slot(chunk, microbatch);
     const std::uint32_t layer_count = layers(chunk);
     if (layer.index >= layer_count) bad_layer(chunk, layer);
     if (branch.index >= model_.branches.size()) bad_branch(branch);
-    const auto frame = static_cast<std::uint32_t>(first_frame_[chunk.index] + copy.index * layer_count + layer.index);
+    return first_frame_[chunk.index] + copy.index * layer_count + layer.index;
+  }
+
+  [[nodiscard]] branch_view frame_view(chunk_id chunk, int microbatch, layer_id layer, branch_id branch,
+                                       bool gradients) const {
+    const auto frame = static_cast<std::uint32_t>(frame_index(chunk, microbatch, layer, branch));
     return arenas().view(slot_id{2 * frame + (gradients ? 1u : 0u)}, branch);
   }
 
@@ -338,12 +343,8 @@ class variant_graphs final {
   }
 
   void launch(graph_phase phase, chunk_id chunk, int microbatch, layer_id layer, branch_id branch, cudaStream_t stream) {
-    const slot_id copy = slot(chunk, microbatch);
-    const std::uint32_t layer_count = layers(chunk);
-    if (layer.index >= layer_count) bad_layer(chunk, layer);
-    if (branch.index >= model_.branches.size()) bad_branch(branch);
+    const std::size_t frame = frame_index(chunk, microbatch, layer, branch);
     if (executables_.empty()) require(false, to_string(phase), "call capture() first");
-    const std::size_t frame = first_frame_[chunk.index] + copy.index * layer_count + layer.index;
     const executable& graph = executables_[slot_of(frame, branch, phase)];
     if (guard_.enabled()) {
       guarded_launch(phase, graph, frame, frame_label{chunk, microbatch, layer, branch}, stream);
@@ -392,9 +393,7 @@ class variant_graphs final {
     if (!ok) throw error("variant_graphs::" + call + ": not ready; " + fix);
   }
   [[noreturn]] void no_map() const {
-    std::string planned;
-    for (const plan::slot_map& m : plan_->slot_maps) planned += (planned.empty() ? "" : ", ") + std::to_string(m.microbatches);
-    throw error("variant_graphs: the plan has slot maps for " + planned +
+    throw error("variant_graphs: the plan has slot maps for " + plan::planned_microbatches(*plan_) +
                 " microbatches; call begin_step(microbatches) to say which schedule this step replays");
   }
   [[noreturn]] void bad_chunk(chunk_id chunk) const {

@@ -608,16 +608,21 @@ inline constexpr std::size_t large_plan_frames = 512;
   return best;
 }
 
+/// @return the microbatch counts `p` has slot maps for, as "8, 4" ("none" without a map), for messages.
+[[nodiscard]] inline std::string planned_microbatches(const plan& p) {
+  std::string planned;
+  for (const slot_map& map : p.slot_maps) planned += (planned.empty() ? "" : ", ") + std::to_string(map.microbatches);
+  return planned.empty() ? std::string("none") : planned;
+}
+
 /// @return the slot map of `p` for a schedule of `microbatches` microbatches (the first one planned).
 /// @throws graphpool::error naming the counts the plan was made for when none matches.
 [[nodiscard]] inline const slot_map& find_slot_map(const plan& p, int microbatches) {
   for (const slot_map& map : p.slot_maps) {
     if (map.microbatches == microbatches) return map;
   }
-  std::string planned;
-  for (const slot_map& map : p.slot_maps) planned += (planned.empty() ? "" : ", ") + std::to_string(map.microbatches);
   throw error("no slot map for a schedule of " + std::to_string(microbatches) +
-              " microbatch(es): the plan was made for " + (planned.empty() ? std::string("none") : planned) +
+              " microbatch(es): the plan was made for " + planned_microbatches(p) +
               "; plan with every schedule you replay");
 }
 
