@@ -17,10 +17,12 @@
 #include "graphpool/plan/planner.hpp"
 #include "graphpool/plan/report.hpp"
 #include "graphpool/plan/spec.hpp"
+#include "checked_plan.hpp"
 #include "plan_verifier.hpp"
 
 using namespace graphpool::plan;
 using graphpool::testing::contains_text;
+using graphpool::testing::checked_plan;
 using graphpool::testing::verify_plan;
 
 namespace {
@@ -47,36 +49,28 @@ std::vector<schedule> interleaved_counts(int pp, int rank, int vpp, int first, i
   return result;
 }
 
-plan verified(const problem& p, assignment mode = assignment::offsets) {
-  const plan result = make_plan(p, mode);
-  const auto v = verify_plan(p, result);
-  INFO(v.problem);
-  REQUIRE(v.ok);
-  return result;
-}
-
 }  // namespace
 
 TEST_CASE("a schedule-aware map reaches the live bound where m mod S cannot (issue 8's worst case)", "[plan][slot_map]") {
   // PP 4, rank 2, VPP 2, group 4, M 32, one layer: live 56 MiB; m mod S needs 88 (its optimum).
   const problem mod = one_branch({schedule::interleaved(4, 2, 32, 2, 4)}, {1}, slot_rule::mod);
-  const plan by_mod = verified(mod);
+  const plan by_mod = checked_plan(mod);
   CHECK(by_mod.saved.footprint_bytes == 88 * MiB);
   CHECK(by_mod.saved.live_bound_bytes == 56 * MiB);
   problem by_schedule = mod;
   by_schedule.rule = slot_rule::schedule;
-  const plan mapped = verified(by_schedule);
+  const plan mapped = checked_plan(by_schedule);
   CHECK(mapped.saved.footprint_bytes == 56 * MiB);
   CHECK(mapped.saved.lower_bound_bytes == 56 * MiB);
   CHECK(mapped.slots == 7);  // the same number of captured copies
   CHECK(mapped.rule == slot_rule::schedule);
-  CHECK(verified(by_schedule, assignment::coloring).saved.footprint_bytes <= by_mod.saved.footprint_bytes);
+  CHECK(checked_plan(by_schedule, assignment::coloring).saved.footprint_bytes <= by_mod.saved.footprint_bytes);
 }
 
 TEST_CASE("one map per schedule over one set of copies reaches the union's live bound", "[plan][slot_map]") {
   // DESIGN.md: PP 4 rank 3, VPP 2, M = 1..128: live 5 frames, m mod S needs 8, a map 5 with no more copies.
   const problem p = one_branch(interleaved_counts(4, 3, 2, 1, 128), {1}, slot_rule::schedule, 1 * MiB);
-  const plan mapped = verified(p);
+  const plan mapped = checked_plan(p);
   CHECK(mapped.saved.footprint_bytes == 5 * MiB);
   CHECK(mapped.saved.live_bound_bytes == 5 * MiB);
   REQUIRE(mapped.slot_maps.size() == 128);
@@ -84,7 +78,7 @@ TEST_CASE("one map per schedule over one set of copies reaches the union's live 
   CHECK(find_slot_map(mapped, 17).slots.size() == 2);
   problem mod = p;
   mod.rule = slot_rule::mod;
-  CHECK(verified(mod).saved.footprint_bytes == 8 * MiB);
+  CHECK(checked_plan(mod).saved.footprint_bytes == 8 * MiB);
 }
 
 TEST_CASE("equal frames plan at exactly the live bound with no copy limit", "[plan][slot_map]") {
@@ -94,10 +88,10 @@ TEST_CASE("equal frames plan at exactly the live bound with no copy limit", "[pl
         INFO("pp " << pp << " rank " << rank << " vpp " << vpp);
         problem p = one_branch({schedule::interleaved(pp, rank, 2 * pp, vpp, pp)}, {2}, slot_rule::schedule);
         p.max_copies = 0;
-        const plan mapped = verified(p);
+        const plan mapped = checked_plan(p);
         CHECK(mapped.saved.footprint_bytes == mapped.saved.live_bound_bytes);
         p.max_copies = twice_modulo_copies;  // the default budget: never more than twice m mod S's copies
-        CHECK(verified(p).slots <= 2 * count_slots(p.schedules));
+        CHECK(checked_plan(p).slots <= 2 * count_slots(p.schedules));
       }
     }
   }
@@ -112,7 +106,7 @@ TEST_CASE("equal frames in chunks of different layer counts reach a union's live
     for (int m = 4; m <= 32; m += 4) union_of_counts.push_back(schedule::interleaved(4, rank, m, 4, 4));
     problem p = one_branch(union_of_counts, {0, 3, 2, 1}, slot_rule::schedule);
     p.max_copies = 0;
-    const plan mapped = verified(p);
+    const plan mapped = checked_plan(p);
     CHECK(mapped.saved.footprint_bytes == mapped.saved.live_bound_bytes);
     CHECK(mapped.saved.lower_bound_bytes == mapped.saved.live_bound_bytes);
     CHECK(mapped.saved.lower_bound_exact);
@@ -200,23 +194,23 @@ TEST_CASE("the default copies budget: at most twice m mod S's copies, never a la
       problem p = one_branch(interleaved_counts(4, rank, 4, 4, 12), layers, slot_rule::mod);
       p.branches.push_back({"cp2", 3 * MiB, 1 * MiB});
       p.overrides = {{3, 0, "cp1", 20 * MiB}};
-      const plan by_mod = verified(p);
+      const plan by_mod = checked_plan(p);
       p.rule = slot_rule::schedule;
       INFO("rank " << rank << " chunks with layers " << layers.size());
-      const plan mapped = verified(p);
+      const plan mapped = checked_plan(p);
       CHECK(mapped.slots <= 2 * by_mod.slots);
       CHECK(mapped.saved.footprint_bytes <= by_mod.saved.footprint_bytes);
       // Ties in footprint go to the fewest copies: m mod S's, when no map is smaller.
       if (mapped.saved.footprint_bytes == by_mod.saved.footprint_bytes) CHECK(mapped.slots == by_mod.slots);
       p.max_copies = by_mod.slots;  // a budget of exactly m mod S's copies is still valid
-      CHECK(verified(p).slots <= by_mod.slots);
+      CHECK(checked_plan(p).slots <= by_mod.slots);
     }
   }
 }
 
 TEST_CASE("slot maps are written to JSON and drive the TransformerEngine tuples", "[plan][slot_map][report]") {
   const problem p = one_branch({schedule::interleaved(2, 0, 3, 2, 2)}, {1}, slot_rule::schedule, 1 * MiB);
-  const plan mapped = verified(p);
+  const plan mapped = checked_plan(p);
   const std::string json = to_json(mapped);
   CHECK_THAT(json, contains_text("\"slot_rule\": \"schedule\""));
   const slot_map& map = find_slot_map(mapped, 3);
@@ -239,7 +233,7 @@ TEST_CASE("slot maps are written to JSON and drive the TransformerEngine tuples"
     CHECK(renamed_tuples[m].branch == renamed.slot_maps[0].slots[0][m]);
   }
   CHECK(renamed_tuples[0].io_slot != 0);  // microbatch 0 is not on copy 0 mod S
-  const plan by_mod = verified(one_branch({schedule::interleaved(2, 0, 3, 2, 2)}, {1}, slot_rule::mod, 1 * MiB));
+  const plan by_mod = checked_plan(one_branch({schedule::interleaved(2, 0, 3, 2, 2)}, {1}, slot_rule::mod, 1 * MiB));
   CHECK_THAT(to_json(by_mod), contains_text("\"slot_rule\": \"mod\""));
   CHECK_THAT(summary_table(mapped), contains_text("slot rule schedule"));
   CHECK_THROWS_WITH(find_slot_map(mapped, 4),
@@ -358,8 +352,8 @@ TEST_CASE("offsets mode is strictly better than the coloring where frames differ
   p.layers_per_chunk = {1};
   p.branches = {{"cp1", 40 * MiB, 8 * MiB}, {"cp2", 24 * MiB, 8 * MiB}};
   p.overrides = {{0, 0, "cp1", 77 * MiB}, {3, 0, "cp1", 188 * MiB}, {1, 0, "cp2", 9 * MiB}};
-  const plan offsets = verified(p, assignment::offsets);
-  const plan colored = verified(p, assignment::coloring);
+  const plan offsets = checked_plan(p, assignment::offsets);
+  const plan colored = checked_plan(p, assignment::coloring);
   CHECK(offsets.saved.footprint_bytes == 502 * MiB);
   CHECK(offsets.saved.lower_bound_bytes == 502 * MiB);
   CHECK(colored.saved.footprint_bytes == 690 * MiB);

@@ -15,10 +15,12 @@
 #include "graphpool/plan/placement.hpp"
 #include "graphpool/plan/planner.hpp"
 #include "graphpool/plan/report.hpp"
+#include "checked_plan.hpp"
 #include "plan_verifier.hpp"
 
 using namespace graphpool::plan;
 using graphpool::testing::contains_text;
+using graphpool::testing::checked_plan;
 using graphpool::testing::verify_plan;
 
 namespace {
@@ -40,14 +42,6 @@ std::vector<schedule> interleaved_range(int pp, int rank, int vpp, int group, in
   return result;
 }
 
-plan checked(const problem& p, assignment mode) {
-  const plan result = make_plan(p, mode);
-  const auto v = verify_plan(p, result);
-  INFO(v.problem);
-  REQUIRE(v.ok);
-  return result;
-}
-
 }  // namespace
 
 TEST_CASE("PP4 VPP4, 3 layers per chunk, 8 slots: at most 60, 60, 48, 48 saved arenas", "[planner][reference]") {
@@ -56,11 +50,11 @@ TEST_CASE("PP4 VPP4, 3 layers per chunk, 8 slots: at most 60, 60, 48, 48 saved a
     INFO("rank " << rank);
     problem p = uniform(interleaved_range(4, rank, 4, 4, 4, 64, 4), {3});
     p.slots = 8;
-    const plan colored = checked(p, assignment::coloring);
+    const plan colored = checked_plan(p, assignment::coloring);
     CHECK(colored.frames.size() == 96);
     CHECK(colored.saved.arenas <= reference[static_cast<std::size_t>(rank)]);
     CHECK(colored.saved.arenas <= colored.saved.coloring_arenas);
-    const plan offsets = checked(p, assignment::offsets);
+    const plan offsets = checked_plan(p, assignment::offsets);
     CHECK(offsets.saved.footprint_bytes <= offsets.saved.coloring_bytes);
   }
 }
@@ -73,14 +67,14 @@ TEST_CASE("equal-size 1F1B schedules plan at exactly the lower bound", "[planner
       for (int layers : {1, 4}) {
         INFO("pp " << pp << " rank " << rank << " layers " << layers);
         const problem p = uniform(schedules, {layers});
-        const plan offsets = checked(p, assignment::offsets);
+        const plan offsets = checked_plan(p, assignment::offsets);
         CHECK(offsets.slots == pp - rank);
         CHECK(offsets.saved.footprint_bytes == offsets.saved.lower_bound_bytes);
         CHECK(offsets.saved.lower_bound_bytes == static_cast<std::size_t>((pp - rank) * layers) * 64 * MiB);
         // Returned gradients: one slot's backwards follow one another on one copy; with two or more
         // slots a backward reads the gradient the previous one (another copy) returned: two alive at once.
         CHECK(offsets.grad.live_bound_bytes == (pp - rank > 1 ? 2 : 1) * 16 * MiB);
-        CHECK(checked(p, assignment::coloring).saved.footprint_bytes == offsets.saved.footprint_bytes);
+        CHECK(checked_plan(p, assignment::coloring).saved.footprint_bytes == offsets.saved.footprint_bytes);
       }
     }
   }
@@ -89,7 +83,7 @@ TEST_CASE("equal-size 1F1B schedules plan at exactly the lower bound", "[planner
 TEST_CASE("the clique bound exceeds the live bound where slots are bound by m mod S", "[planner][bounds]") {
   // DESIGN.md: PP2 rank 1, VPP2, G2, M4, 2 layers per chunk: 8 frames pairwise conflict, 6 alive at once.
   const problem p = uniform({schedule::interleaved(2, 1, 4, 2, 2)}, {2}, 1 * MiB);
-  const plan result = checked(p, assignment::offsets);
+  const plan result = checked_plan(p, assignment::offsets);
   CHECK(result.saved.lower_bound_bytes == 8 * MiB);
   CHECK(result.saved.lower_bound_exact);
   CHECK(result.saved.live_bound_bytes == 6 * MiB);
@@ -108,8 +102,8 @@ TEST_CASE("offsets never exceed the coloring and coloring never uses more arenas
     p.branches = {{"cp1", 96 * MiB, 16 * MiB}, {"cp2", 52 * MiB, 16 * MiB}, {"cp4", 27 * MiB, 8 * MiB}};
     p.overrides = {{s.vpp - 1, 0, "cp2", 200 * MiB}};
     INFO("pp " << s.pp << " rank " << s.rank << " vpp " << s.vpp);
-    const plan offsets = checked(p, assignment::offsets);
-    const plan colored = checked(p, assignment::coloring);
+    const plan offsets = checked_plan(p, assignment::offsets);
+    const plan colored = checked_plan(p, assignment::coloring);
     CHECK(offsets.saved.footprint_bytes <= offsets.saved.coloring_bytes);
     CHECK(colored.saved.arenas <= colored.saved.coloring_arenas);
     CHECK(colored.saved.footprint_bytes <= colored.saved.coloring_bytes);
@@ -122,7 +116,7 @@ TEST_CASE("a frame needs the max over its branches; the naive figure is their su
   problem p = uniform({schedule::one_f_one_b(2, 0, 4)}, {2});
   p.branches = {{"cp1", 10 * MiB, 4 * MiB}, {"cp2", 30 * MiB, 2 * MiB}};
   p.overrides = {{0, 1, "cp1", 50 * MiB}};
-  const plan result = checked(p, assignment::offsets);
+  const plan result = checked_plan(p, assignment::offsets);
   REQUIRE(result.frames.size() == 4);  // 2 slots x 2 layers
   CHECK(result.frames[0].bytes == 30 * MiB);
   CHECK(result.frames[1].bytes == 50 * MiB);
@@ -141,16 +135,16 @@ TEST_CASE("a frame needs the max over its branches; the naive figure is their su
 
 TEST_CASE("chunks with zero layers take no frames and return no gradients", "[planner]") {
   const problem p = uniform({schedule::interleaved(2, 0, 4, 2, 2)}, {0, 3});
-  const plan result = checked(p, assignment::offsets);
+  const plan result = checked_plan(p, assignment::offsets);
   CHECK(result.frames.size() == static_cast<std::size_t>(result.slots) * 3);
   for (const planned_frame& f : result.frames) CHECK(f.chunk == 1);
   for (const planned_grad& g : result.grads) CHECK(g.chunk == 1);
-  CHECK(checked(p, assignment::coloring).saved.arenas >= 3);
+  CHECK(checked_plan(p, assignment::coloring).saved.arenas >= 3);
 
   // No layers anywhere: nothing to place, and nothing breaks (the fuzzer's first find).
   const problem empty = uniform({schedule::one_f_one_b(2, 0, 4)}, {0});
   for (assignment mode : {assignment::offsets, assignment::coloring}) {
-    const plan nothing = checked(empty, mode);
+    const plan nothing = checked_plan(empty, mode);
     CHECK(nothing.frames.empty());
     CHECK(nothing.grads.empty());
     CHECK(nothing.saved.footprint_bytes == 0);
@@ -165,7 +159,7 @@ TEST_CASE("too few slots fails naming the schedule and the frame", "[planner][er
                                   "microbatch 3 lands on frame (chunk 0, slot 0) still alive for microbatch 0: slot "
                                   "period is shorter than the schedule's liveness; use at least 4 slots"));
   p.slots = 5;  // more slots than needed is valid
-  CHECK(checked(p, assignment::offsets).slots == 5);
+  CHECK(checked_plan(p, assignment::offsets).slots == 5);
 }
 
 TEST_CASE("bad planner input is rejected with what to change", "[planner][errors]") {
@@ -205,7 +199,7 @@ TEST_CASE("bad planner input is rejected with what to change", "[planner][errors
 TEST_CASE("TransformerEngine slot tuples follow Megatron-LM's fill rule", "[planner][te]") {
   problem p = uniform({schedule::interleaved(2, 0, 5, 2, 3)}, {2, 1});
   p.branches = {{"cp1", 8 * MiB, 1 * MiB}, {"cp2", 4 * MiB, 1 * MiB}};
-  const plan result = checked(p, assignment::coloring);
+  const plan result = checked_plan(p, assignment::coloring);
   const std::vector<te_slot> tuples = te_slots(result);
   const int slots = result.slots;
   REQUIRE(slots == 5);

@@ -32,6 +32,18 @@ namespace detail {
   return out;
 }
 
+/// Reads what a frame and a gradient share: chunk, slot, arena, offset, bytes (color follows the arena
+/// in coloring mode).
+template <class Placed>
+void read_placed(const graphpool::detail::json_value& v, const std::string& at, assignment mode, Placed& placed) {
+  placed.chunk = small_integer(v.at("chunk", at), at + " chunk");
+  placed.slot = small_integer(v.at("slot", at), at + " slot");
+  placed.arena = static_cast<std::size_t>(v.at("arena", at).unsigned_integer(at + " arena"));
+  placed.offset = static_cast<std::size_t>(v.at("offset", at).unsigned_integer(at + " offset"));
+  placed.bytes = static_cast<std::size_t>(v.at("bytes", at).unsigned_integer(at + " bytes"));
+  placed.color = mode == assignment::coloring ? placed.arena : 0;
+}
+
 inline void read_figures(const graphpool::detail::json_value& v, plan_figures& f, const std::string& where) {
   f.footprint_bytes = static_cast<std::size_t>(v.at("footprint_bytes", where).unsigned_integer(where));
   f.lower_bound_bytes = static_cast<std::size_t>(v.at("lower_bound_bytes", where).unsigned_integer(where));
@@ -71,13 +83,8 @@ inline void read_figures(const graphpool::detail::json_value& v, plan_figures& f
   for (std::size_t i = 0; i < frames.size(); ++i) {
     const std::string at = where + " frames[" + std::to_string(i) + "]";
     planned_frame f;
-    f.chunk = detail::small_integer(frames[i].at("chunk", at), at + " chunk");
-    f.slot = detail::small_integer(frames[i].at("slot", at), at + " slot");
+    detail::read_placed(frames[i], at, p.mode, f);
     f.layer = detail::small_integer(frames[i].at("layer", at), at + " layer");
-    f.arena = static_cast<std::size_t>(frames[i].at("arena", at).unsigned_integer(at + " arena"));
-    f.offset = static_cast<std::size_t>(frames[i].at("offset", at).unsigned_integer(at + " offset"));
-    f.bytes = static_cast<std::size_t>(frames[i].at("bytes", at).unsigned_integer(at + " bytes"));
-    f.color = p.mode == assignment::coloring ? f.arena : 0;
     if (f.chunk >= p.chunks || f.slot >= p.slots) throw error(at + ": chunk or slot beyond the plan's chunks and slots");
     int& layers = p.layers_per_chunk[static_cast<std::size_t>(f.chunk)];
     layers = std::max(layers, f.layer + 1);
@@ -87,12 +94,7 @@ inline void read_figures(const graphpool::detail::json_value& v, plan_figures& f
   for (std::size_t i = 0; i < grads.size(); ++i) {
     const std::string at = where + " grads[" + std::to_string(i) + "]";
     planned_grad g;
-    g.chunk = detail::small_integer(grads[i].at("chunk", at), at + " chunk");
-    g.slot = detail::small_integer(grads[i].at("slot", at), at + " slot");
-    g.arena = static_cast<std::size_t>(grads[i].at("arena", at).unsigned_integer(at + " arena"));
-    g.offset = static_cast<std::size_t>(grads[i].at("offset", at).unsigned_integer(at + " offset"));
-    g.bytes = static_cast<std::size_t>(grads[i].at("bytes", at).unsigned_integer(at + " bytes"));
-    g.color = p.mode == assignment::coloring ? g.arena : 0;
+    detail::read_placed(grads[i], at, p.mode, g);
     p.grads.push_back(g);
   }
   const auto& maps = doc.at("slot_maps", where).array(where + " slot_maps");
