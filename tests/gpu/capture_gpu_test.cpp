@@ -26,23 +26,12 @@ using graphpool::testing::contains_text;
 using graphpool::testing::device_free_bytes;
 using graphpool::testing::stream_guard;
 using graphpool::testing::count_mismatches;
+using graphpool::testing::device_counter;
 using graphpool::testing::fill_pattern;
 
 namespace {
 
 constexpr std::size_t MiB = std::size_t{1} << 20;
-
-struct device_counter {
-  device_counter() { GRAPHPOOL_CUDA_TRY(cudaMalloc(reinterpret_cast<void**>(&value), sizeof(*value)), "counter"); }
-  ~device_counter() { GRAPHPOOL_CUDA_REPORT(cudaFree(value)); }
-  void reset() { GRAPHPOOL_CUDA_TRY(cudaMemset(value, 0, sizeof(*value)), "counter"); }
-  unsigned long long read() const {
-    unsigned long long host = 0;
-    GRAPHPOOL_CUDA_TRY(cudaMemcpy(&host, value, sizeof(host), cudaMemcpyDeviceToHost), "counter");
-    return host;
-  }
-  unsigned long long* value = nullptr;
-};
 
 std::size_t graph_memory(cudaGraphMemAttributeType which) {
   int device = 0;

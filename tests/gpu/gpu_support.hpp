@@ -18,6 +18,21 @@ struct stream_guard {
   cudaStream_t stream = nullptr;
 };
 
+/// A device-side counter kernels add to (a mismatch count); reset() zeroes it, read() copies it back.
+struct device_counter {
+  device_counter() { GRAPHPOOL_CUDA_TRY(cudaMalloc(reinterpret_cast<void**>(&value), sizeof(*value)), "counter"); }
+  ~device_counter() { GRAPHPOOL_CUDA_REPORT(cudaFree(value)); }
+  device_counter(const device_counter&) = delete;
+  device_counter& operator=(const device_counter&) = delete;
+  void reset() { GRAPHPOOL_CUDA_TRY(cudaMemset(value, 0, sizeof(*value)), "counter"); }
+  unsigned long long read() const {
+    unsigned long long host = 0;
+    GRAPHPOOL_CUDA_TRY(cudaMemcpy(&host, value, sizeof(host), cudaMemcpyDeviceToHost), "counter");
+    return host;
+  }
+  unsigned long long* value = nullptr;
+};
+
 /// The device's free memory (cudaMemGetInfo).
 inline std::size_t device_free_bytes() {
   std::size_t free_bytes = 0;

@@ -19,7 +19,8 @@
 using namespace graphpool;
 using graphpool::testing::add_mismatches_from_token;
 using graphpool::testing::contains_text;
-using graphpool::testing::device_free_bytes;
+using graphpool::testing::device_bytes_taken_by;
+using graphpool::testing::device_counter;
 using graphpool::testing::fill_from_token;
 using graphpool::testing::set_word;
 using graphpool::testing::stream_guard;
@@ -32,24 +33,16 @@ constexpr std::size_t MiB = std::size_t{1} << 20;
 struct device_state {
   device_state() {
     GRAPHPOOL_CUDA_TRY(cudaMalloc(reinterpret_cast<void**>(&words), 2 * sizeof(std::uint32_t)), "tokens");
-    GRAPHPOOL_CUDA_TRY(cudaMalloc(reinterpret_cast<void**>(&mismatches), sizeof(*mismatches)), "counter");
-    GRAPHPOOL_CUDA_TRY(cudaMemset(mismatches, 0, sizeof(*mismatches)), "counter");
+    mismatches.reset();
   }
-  ~device_state() {
-    GRAPHPOOL_CUDA_REPORT(cudaFree(words));
-    GRAPHPOOL_CUDA_REPORT(cudaFree(mismatches));
-  }
+  ~device_state() { GRAPHPOOL_CUDA_REPORT(cudaFree(words)); }
   device_state(const device_state&) = delete;
   device_state& operator=(const device_state&) = delete;
   std::uint32_t* forward_token() const { return words; }
   std::uint32_t* backward_token() const { return words + 1; }
-  unsigned long long read() const {
-    unsigned long long host = 0;
-    GRAPHPOOL_CUDA_TRY(cudaMemcpy(&host, mismatches, sizeof(host), cudaMemcpyDeviceToHost), "counter");
-    return host;
-  }
+  unsigned long long read() const { return mismatches.read(); }
   std::uint32_t* words = nullptr;
-  unsigned long long* mismatches = nullptr;
+  device_counter mismatches;
 };
 
 std::size_t saved_bytes(branch_id b) { return (48 * MiB) >> b.index; }
@@ -70,7 +63,7 @@ variant_graphs<cuda_pool_resource>::body forward_body(const device_state& state)
 variant_graphs<cuda_pool_resource>::body backward_body(const device_state& state) {
   return [&state](frame_capture& f) {
     void* gradient = f.allocate_gradient(1 * MiB);
-    add_mismatches_from_token(f.saved(0), saved_bytes(f.branch()), state.backward_token(), tag(f), state.mismatches,
+    add_mismatches_from_token(f.saved(0), saved_bytes(f.branch()), state.backward_token(), tag(f), state.mismatches.value,
                               f.stream());
     fill_from_token(gradient, 1 * MiB, state.backward_token(), tag(f), f.stream());
   };
@@ -110,11 +103,7 @@ void run_pipeline(Upstream& upstream, plan::assignment mode, std::size_t roundin
   variant_graphs<Upstream> graphs(upstream, pipeline_model(), options);
   graphs.measure(s.stream, forward_body(state), backward_body(state));
   const plan::plan& p = graphs.make_plan();
-  GRAPHPOOL_CUDA_TRY(cudaDeviceSynchronize(), "sync");
-  const std::size_t free_before = device_free_bytes();
-  graphs.reserve();
-  GRAPHPOOL_CUDA_TRY(cudaDeviceSynchronize(), "sync");
-  const std::size_t used = free_before - device_free_bytes();
+  const std::size_t used = device_bytes_taken_by([&] { graphs.reserve(); });
   const std::size_t planned = p.saved.footprint_bytes + p.grad.footprint_bytes;
   std::printf("variant_graphs %s, %s: device memory %.1f MiB for a plan of %.1f MiB (%.3fx); live bound %.1f MiB, a pool "
               "per branch %.1f MiB\n",
@@ -235,11 +224,7 @@ TEST_CASE("variant_graphs on a GPU: four branches of 512/256/128/64 MiB and a 2 
     graphs.measure(s.stream, forward, backward);
     const std::size_t planned = graphs.make_plan().saved.footprint_bytes;
     CHECK(planned == 514 * MiB);
-    GRAPHPOOL_CUDA_TRY(cudaDeviceSynchronize(), "sync");
-    const std::size_t before = device_free_bytes();
-    graphs.reserve();
-    GRAPHPOOL_CUDA_TRY(cudaDeviceSynchronize(), "sync");
-    const std::size_t used = before - device_free_bytes();
+    const std::size_t used = device_bytes_taken_by([&] { graphs.reserve(); });
     std::printf("variant_graphs 512/256/128/64 MiB + 2 MiB, %s: device memory %.1f MiB, upstream counter %.1f MiB, plan "
                 "%.1f MiB\n", what, static_cast<double>(used) / MiB,
                 static_cast<double>(graphs.statistics().upstream_bytes) / MiB, static_cast<double>(planned) / MiB);
