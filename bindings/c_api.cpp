@@ -2,33 +2,19 @@
 
 #include "graphpool/c_api.h"
 
-#include <exception>
 #include <string>
 
 #include "graphpool/capture/capture_resource.hpp"
+#include "guarded.hpp"
 
 namespace {
-
-thread_local std::string last_error;
 
 graphpool::capture_resource& unwrap(graphpool_capture_resource* resource) {
   if (resource == nullptr) throw graphpool::error("the graphpool_capture_resource is null");
   return *reinterpret_cast<graphpool::capture_resource*>(resource);
 }
 
-template <class Call>
-graphpool_status guarded(Call&& call) noexcept {
-  try {
-    call();
-    last_error.clear();
-    return GRAPHPOOL_OK;
-  } catch (const std::exception& e) {
-    last_error = e.what();
-  } catch (...) {
-    last_error = "unknown error";
-  }
-  return GRAPHPOOL_ERROR;
-}
+using graphpool::bindings::guarded;
 
 }  // namespace
 
@@ -62,6 +48,6 @@ graphpool_status graphpool_pop_persistent(graphpool_capture_resource* resource) 
   return guarded([&] { unwrap(resource).pop_persistent(); });
 }
 
-const char* graphpool_last_error(void) { return last_error.c_str(); }
+const char* graphpool_last_error(void) { return graphpool::bindings::last_error().c_str(); }
 
 }  // extern "C"

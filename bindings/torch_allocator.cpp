@@ -1,0 +1,176 @@
+// graphpool's PyTorch plug-in (see include/graphpool/torch_allocator.h): one torch_plugin per process
+// over shared_window_arena frames.
+
+#include "graphpool/torch_allocator.h"
+
+#include <cuda_runtime_api.h>
+
+#include <cstdio>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "graphpool/detail/cuda_check.hpp"
+#include "graphpool/memory/shared_physical_resource.hpp"
+#include "guarded.hpp"
+#include "torch_plugin.hpp"
+
+namespace {
+
+using graphpool::bindings::guarded;
+using plugin = graphpool::bindings::torch_plugin<graphpool::shared_window_arena>;
+
+std::mutex plugin_mutex;
+std::unique_ptr<plugin> the_plugin;
+
+plugin& current() {
+  if (!the_plugin) throw graphpool::error("graphpool_torch: no plug-in; call graphpool_torch_create first");
+  return *the_plugin;
+}
+
+template <class Call>
+graphpool_status with_plugin(Call&& call) noexcept {
+  return guarded([&] {
+    std::lock_guard<std::mutex> lock(plugin_mutex);
+    call(current());
+  });
+}
+
+template <class T>
+T& out(T* pointer, const char* what) {
+  if (pointer == nullptr) throw graphpool::error(std::string("graphpool_torch: ") + what + " is null");
+  return *pointer;
+}
+
+graphpool::segment_source source(int chunk, int slot, int branch) {
+  if (chunk < 0 || slot < 0 || branch < 0) {
+    throw graphpool::error("graphpool_torch: chunk " + std::to_string(chunk) + ", slot " + std::to_string(slot) +
+                           ", branch " + std::to_string(branch) + ": indices are 0-based and never negative");
+  }
+  return {graphpool::chunk_id{static_cast<std::uint32_t>(chunk)}, graphpool::slot_id{static_cast<std::uint32_t>(slot)},
+          graphpool::branch_id{static_cast<std::uint32_t>(branch)}};
+}
+
+std::vector<std::string> strings(const char* const* values, std::size_t count, const char* what) {
+  if (count > 0 && values == nullptr) throw graphpool::error(std::string("graphpool_torch_create: ") + what + " is null");
+  std::vector<std::string> result;
+  for (std::size_t i = 0; i < count; ++i) {
+    if (values[i] == nullptr) throw graphpool::error(std::string("graphpool_torch_create: ") + what + " " + std::to_string(i) + " is null");
+    result.emplace_back(values[i]);
+  }
+  return result;
+}
+
+}  // namespace
+
+extern "C" {
+
+void* graphpool_torch_malloc(size_t bytes, int device, void* /*stream*/) {
+  void* segment = nullptr;
+  const graphpool_status status = with_plugin([&](plugin& p) {
+    if (device != p.device()) {
+      throw graphpool::error("graphpool_torch_malloc: a segment on device " + std::to_string(device) +
+                             " was asked of the plug-in made for device " + std::to_string(p.device()));
+    }
+    segment = p.pool().allocate(bytes);
+  });
+  if (status != GRAPHPOOL_OK) std::fprintf(stderr, "graphpool: %s\n", graphpool_last_error());
+  return segment;
+}
+
+void graphpool_torch_free(void* segment, size_t bytes, int /*device*/, void* /*stream*/) {
+  if (segment == nullptr) return;
+  std::lock_guard<std::mutex> lock(plugin_mutex);
+  if (!the_plugin || !the_plugin->pool().deallocate(segment)) {
+    std::fprintf(stderr, "graphpool: graphpool_torch_free: %p (%zu bytes) is not a segment of the plug-in; ignored\n",
+                 segment, bytes);
+  }
+}
+
+graphpool_status graphpool_torch_create(int device, const char* const* branches, size_t branch_count,
+                                        const char* const* schedules, size_t schedule_count, size_t window_capacity) {
+  return guarded([&] {
+    std::lock_guard<std::mutex> lock(plugin_mutex);
+    if (the_plugin) throw graphpool::error("graphpool_torch_create: a plug-in exists already; call graphpool_torch_destroy first");
+    std::vector<std::string> names = strings(branches, branch_count, "branches");
+    const std::vector<std::string> specs = strings(schedules, schedule_count, "schedules");
+    int devices = 0;
+    GRAPHPOOL_CUDA_TRY(cudaGetDeviceCount(&devices), "graphpool_torch_create: counting devices");
+    if (device < 0 || device >= devices) {
+      throw graphpool::error("graphpool_torch_create: device " + std::to_string(device) + " does not exist (" +
+                             std::to_string(devices) + " device(s))");
+    }
+    if (window_capacity == 0) {
+      cudaDeviceProp prop{};
+      GRAPHPOOL_CUDA_TRY(cudaGetDeviceProperties(&prop, device), "graphpool_torch_create: reading the device's memory");
+      window_capacity = prop.totalGlobalMem;
+    }
+    const std::size_t granularity = graphpool::shared_window_arena(device, 1, 1).granularity();
+    the_plugin = std::make_unique<plugin>(device, std::move(names), specs, window_capacity, granularity,
+                                          [device](std::size_t windows, std::size_t capacity) {
+                                            return std::make_unique<graphpool::shared_window_arena>(device, windows, capacity);
+                                          });
+  });
+}
+
+graphpool_status graphpool_torch_destroy(void) {
+  return guarded([&] {
+    std::lock_guard<std::mutex> lock(plugin_mutex);
+    if (!the_plugin) return;
+    const std::size_t live = the_plugin->pool().live_segments();
+    if (live > 0) {
+      throw graphpool::error("graphpool_torch_destroy: PyTorch still holds " + std::to_string(live) +
+                             " segment(s); drop the graphs and the MemPools captured into them first");
+    }
+    the_plugin.reset();
+  });
+}
+
+graphpool_status graphpool_torch_shape(int* chunks, int* slots) {
+  return with_plugin([&](plugin& p) {
+    out(chunks, "chunks") = p.pool().chunks();
+    out(slots, "slots") = p.pool().slots();
+  });
+}
+
+graphpool_status graphpool_torch_slot_of(int microbatches, int chunk, int microbatch, int* slot) {
+  return with_plugin([&](plugin& p) { out(slot, "slot") = p.slot_of(microbatches, chunk, microbatch); });
+}
+
+graphpool_status graphpool_torch_select(int chunk, int slot, int branch) {
+  return with_plugin([&](plugin& p) { p.pool().select(source(chunk, slot, branch)); });
+}
+
+graphpool_status graphpool_torch_deselect(void) {
+  return with_plugin([&](plugin& p) { p.pool().deselect(); });
+}
+
+graphpool_status graphpool_torch_used_bytes(int chunk, int slot, int branch, size_t* bytes) {
+  return with_plugin([&](plugin& p) { out(bytes, "bytes") = p.pool().used_bytes(source(chunk, slot, branch)); });
+}
+
+graphpool_status graphpool_torch_frame_physical_bytes(int chunk, int slot, size_t* bytes) {
+  return with_plugin([&](plugin& p) {
+    const graphpool::segment_source s = source(chunk, slot, 0);
+    out(bytes, "bytes") = p.pool().frame_physical_bytes(s.chunk, s.slot);
+  });
+}
+
+graphpool_status graphpool_torch_physical_bytes(size_t* bytes) {
+  return with_plugin([&](plugin& p) { out(bytes, "bytes") = p.pool().physical_bytes(); });
+}
+
+graphpool_status graphpool_torch_live_segments(size_t* count) {
+  return with_plugin([&](plugin& p) { out(count, "count") = p.pool().live_segments(); });
+}
+
+graphpool_status graphpool_torch_plan_bytes(size_t* footprint, size_t* live_bound) {
+  return with_plugin([&](plugin& p) {
+    const graphpool::plan::plan planned = p.measured_plan();
+    out(footprint, "footprint") = planned.saved.footprint_bytes;
+    out(live_bound, "live_bound") = planned.saved.live_bound_bytes;
+  });
+}
+
+}  // extern "C"

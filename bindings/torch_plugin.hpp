@@ -1,0 +1,115 @@
+#pragma once
+// The PyTorch plug-in's state behind the C calls of graphpool/torch_allocator.h: the schedules, the
+// slots they need, and the segment pool PyTorch's captures draw from. A template over the arena so
+// the host tests run the bookkeeping with a stand-in (bindings/torch_allocator.cpp uses shared_window_arena).
+
+#include <algorithm>
+#include <cstddef>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "graphpool/alignment.hpp"
+#include "graphpool/capture/segment_pool.hpp"
+#include "graphpool/error.hpp"
+#include "graphpool/ids.hpp"
+#include "graphpool/plan.hpp"
+
+namespace graphpool::bindings {
+
+/// @return the schedules `specs` name: "pp=P,rank=R,microbatches=M[,vpp=V,group=G]" or "order=1,1,-1,-1".
+/// @throws graphpool::error naming the spec at fault, no spec, or schedules whose chunks differ.
+[[nodiscard]] inline std::vector<plan::schedule> parse_schedules(const std::vector<std::string>& specs) {
+  if (specs.empty()) throw error("no schedule given: give at least one, e.g. \"order=1,-1\" for one microbatch at a time");
+  std::vector<plan::schedule> schedules;
+  for (const std::string& spec : specs) {
+    const std::string order_key = "order=";
+    if (spec.compare(0, order_key.size(), order_key) == 0) {
+      schedules.push_back(plan::parse_order_spec(spec.substr(order_key.size())));
+    } else {
+      for (plan::schedule& s : plan::parse_schedule_spec(spec)) schedules.push_back(std::move(s));
+    }
+    if (schedules.back().chunks() != schedules.front().chunks()) {
+      throw error("schedule '" + spec + "' has " + std::to_string(schedules.back().chunks()) + " chunks but '" +
+                  specs.front() + "' has " + std::to_string(schedules.front().chunks()) + "; every schedule must have the same chunks");
+    }
+  }
+  return schedules;
+}
+
+template <class Arena>
+class torch_plugin {
+ public:
+  using pool_type = segment_pool<Arena>;
+
+  /// @brief A plug-in on `device` for `branches` over the schedules `specs` (see parse_schedules).
+  /// `granularity` is the physical page size frames are counted in for planning.
+  torch_plugin(int device, std::vector<std::string> branches, const std::vector<std::string>& specs,
+               std::size_t window_capacity, std::size_t granularity, typename pool_type::arena_factory make_arena)
+      : device_(device), granularity_(granularity), schedules_(parse_schedules(specs)),
+        shape_(shape_of(schedules_, branches)),
+        pool_(std::move(make_arena), shape_.chunks, shape_.slots, std::move(branches), window_capacity) {}
+
+  [[nodiscard]] int device() const noexcept { return device_; }
+  [[nodiscard]] pool_type& pool() noexcept { return pool_; }
+  [[nodiscard]] const pool_type& pool() const noexcept { return pool_; }
+
+  /// @return the slot microbatch `microbatch` of `chunk` replays in the schedule of `microbatches`.
+  /// @throws graphpool::error for a count that was not planned, or a chunk or microbatch out of range.
+  [[nodiscard]] int slot_of(int microbatches, int chunk, int microbatch) const {
+    const plan::slot_map& map = plan::find_slot_map(shape_, microbatches);
+    if (chunk < 0 || chunk >= shape_.chunks) {
+      throw error("chunk " + std::to_string(chunk) + " is out of range; the schedules have " + std::to_string(shape_.chunks) +
+                  " chunk(s) (0-based)");
+    }
+    if (microbatch < 0 || microbatch >= microbatches) {
+      throw error("microbatch " + std::to_string(microbatch) + " is out of range for a schedule of " +
+                  std::to_string(microbatches) + " microbatch(es) (0-based)");
+    }
+    return map.slots[static_cast<std::size_t>(chunk)][static_cast<std::size_t>(microbatch)];
+  }
+
+  /// @brief Plans the measured frames: each (chunk, slot) frame as large as the largest branch of
+  /// the chunk's slot 0 (every slot captures the same graphs), in whole granules.
+  [[nodiscard]] plan::plan measured_plan() const {
+    plan::problem p;
+    p.schedules = schedules_;
+    p.layers_per_chunk = {1};
+    p.alignment = granularity_;
+    for (std::uint32_t b = 0; b < pool_.branches().size(); ++b) {
+      plan::branch_sizes sizes;
+      sizes.name = pool_.branches()[b];
+      sizes.saved_per_layer = pool_.used_bytes({chunk_id{0}, slot_id{0}, branch_id{b}});
+      p.branches.push_back(sizes);
+      for (std::uint32_t c = 1; c < static_cast<std::uint32_t>(shape_.chunks); ++c) {
+        p.overrides.push_back({static_cast<int>(c), 0, sizes.name, pool_.used_bytes({chunk_id{c}, slot_id{0}, branch_id{b}})});
+      }
+    }
+    return plan::make_plan(p, plan::assignment::offsets);
+  }
+
+ private:
+  // The slots and slot maps depend on the schedules alone: plan them with one byte per frame.
+  static plan::plan shape_of(const std::vector<plan::schedule>& schedules, const std::vector<std::string>& branches) {
+    if (branches.empty()) throw error("no branch given: give at least one variant name");
+    for (std::size_t i = 0; i < branches.size(); ++i) {
+      if (branches[i].empty()) throw error("branch " + std::to_string(i) + " has an empty name");
+      for (std::size_t j = 0; j < i; ++j) {
+        if (branches[j] == branches[i]) throw error("branch name '" + branches[i] + "' is given twice");
+      }
+    }
+    plan::problem p;
+    p.schedules = schedules;
+    p.layers_per_chunk = {1};
+    for (const std::string& name : branches) p.branches.push_back({name, 1, 0});
+    return plan::make_plan(p, plan::assignment::offsets);
+  }
+
+  int device_;
+  std::size_t granularity_;
+  std::vector<plan::schedule> schedules_;
+  plan::plan shape_;
+  pool_type pool_;
+};
+
+}  // namespace graphpool::bindings

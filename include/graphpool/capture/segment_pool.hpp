@@ -1,0 +1,216 @@
+#pragma once
+/// @file segment_pool.hpp
+/// @brief Segments for a framework that captures its own graphs (PyTorch's caching allocator): each
+/// (chunk, slot) frame is one arena seen through a window per branch, so the branches of a frame
+/// share physical pages while every segment keeps an address of its own.
+///
+/// The framework asks for whole segments while it captures; which frame and branch they come from is
+/// chosen beforehand with select(). A segment is carved from the selected branch's window of the
+/// selected frame's arena; the arena maps physical memory as the largest branch grows, so a frame
+/// holds the largest of its branches, never their sum. Sizing is learned during the capture: a
+/// request never fails for want of a plan (only when the device is out of memory or the window's
+/// address space is exhausted).
+///
+/// `Arena` is shared_window_arena (device memory, see memory/shared_physical_resource.hpp); host tests
+/// use a stand-in with the same members: ensure(bytes), window(index), physical_bytes().
+/// Thread-safety: every member may be called from several threads at once (frameworks free segments
+/// from whichever thread drops the last reference).
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "graphpool/alignment.hpp"
+#include "graphpool/detail/format.hpp"
+#include "graphpool/error.hpp"
+#include "graphpool/ids.hpp"
+
+namespace graphpool {
+
+/// @brief Which frame and branch a segment pool hands segments from.
+struct segment_source {
+  chunk_id chunk;
+  slot_id slot;
+  branch_id branch;
+
+  /// @return "chunk 0, slot 1, branch 2 (cp4)".
+  [[nodiscard]] std::string describe(const std::vector<std::string>& branches) const {
+    return chunk.describe() + ", " + slot.describe() + ", " + branch.describe() + " (" + branches.at(branch.index) + ")";
+  }
+};
+
+/// @brief Segments of (chunk, slot) frames whose branches share physical pages.
+template <class Arena>
+class segment_pool final {
+ public:
+  /// Makes the arena of one frame: `windows` windows (one per branch) of `capacity` bytes of address space.
+  using arena_factory = std::function<std::unique_ptr<Arena>(std::size_t windows, std::size_t capacity)>;
+
+  /// Every segment starts on this boundary (what cudaMalloc guarantees and the caching allocator expects).
+  static constexpr std::size_t segment_alignment = 512;
+
+  /// @brief `chunks` × `slots` frames, each an arena with one window of `window_capacity` bytes per branch.
+  /// Arenas are made on first use. @throws graphpool::error for no chunk, slot or branch, or a zero capacity.
+  segment_pool(arena_factory make_arena, int chunks, int slots, std::vector<std::string> branches,
+               std::size_t window_capacity)
+      : make_arena_(std::move(make_arena)), chunks_(chunks), slots_(slots), branches_(std::move(branches)),
+        window_capacity_(window_capacity) {
+    if (chunks < 1 || slots < 1 || branches_.empty()) {
+      throw error("segment_pool: needs at least one chunk, one slot and one branch (got " + std::to_string(chunks) +
+                  " chunks, " + std::to_string(slots) + " slots, " + std::to_string(branches_.size()) + " branches)");
+    }
+    if (window_capacity == 0) throw error("segment_pool: the window capacity is 0 bytes; give each window address space");
+    frames_.resize(static_cast<std::size_t>(chunks) * static_cast<std::size_t>(slots));
+    for (frame& f : frames_) {
+      f.used.assign(branches_.size(), 0);
+      f.live.assign(branches_.size(), 0);
+    }
+  }
+
+  segment_pool(const segment_pool&) = delete;
+  segment_pool& operator=(const segment_pool&) = delete;
+
+  /// @brief Segments asked for from now on come from `source`'s window.
+  /// @throws graphpool::error naming the chunk, slot or branch that is out of range.
+  void select(segment_source source) {
+    check(source);
+    std::lock_guard<std::mutex> lock(mutex_);
+    selected_ = source;
+  }
+
+  /// @brief Segments asked for from now on are refused (outside graphpool's captures).
+  void deselect() noexcept {
+    std::lock_guard<std::mutex> lock(mutex_);
+    selected_.reset();
+  }
+
+  /// @return the source segments come from now, if any.
+  [[nodiscard]] std::optional<segment_source> selected() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return selected_;
+  }
+
+  /// @brief A segment of `bytes` from the selected source; 0 bytes give nullptr.
+  /// @throws graphpool::error with nothing selected, or when the window's address space or the device's
+  /// memory runs out (naming the source and the sizes); nothing is taken then.
+  void* allocate(std::size_t bytes) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!selected_) {
+      throw error("segment_pool: a segment of " + detail::format_bytes(bytes) +
+                  " was asked for with no frame selected; segments come only from inside graphpool's captures "
+                  "(select a chunk, slot and branch first)");
+    }
+    if (bytes == 0) return nullptr;
+    const segment_source source = *selected_;
+    frame& f = frames_[index(source)];
+    std::size_t& used = f.used[source.branch.index];
+    const std::size_t start = align_up(used, segment_alignment);
+    if (bytes > window_capacity_ || start > window_capacity_ - bytes) {
+      throw error("segment_pool: " + source.describe(branches_) + " needs " + detail::format_bytes(start + bytes) +
+                  " but each window has " + detail::format_bytes(window_capacity_) +
+                  " of address space; create the pool with a larger window capacity");
+    }
+    if (!f.arena) f.arena = make_arena_(branches_.size(), window_capacity_);
+    f.arena->ensure(start + bytes);
+    void* segment = static_cast<std::byte*>(f.arena->window(source.branch.index)) + start;
+    segments_.emplace(segment, live_segment{source, bytes});
+    used = start + bytes;
+    ++f.live[source.branch.index];
+    return segment;
+  }
+
+  /// @brief Gives back a segment from allocate(). When a branch's last segment of a frame comes back,
+  /// its window starts again from 0 (a failed capture leaves the branch capturable); physical memory
+  /// stays mapped until the pool is destroyed.
+  /// @return false for a pointer this pool never handed out (or already took back); nothing changes then.
+  bool deallocate(void* segment) noexcept {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const auto found = segments_.find(segment);
+    if (found == segments_.end()) return false;
+    const segment_source source = found->second.source;
+    segments_.erase(found);
+    frame& f = frames_[index(source)];
+    if (--f.live[source.branch.index] == 0) f.used[source.branch.index] = 0;
+    return true;
+  }
+
+  /// @return bytes `source`'s branch has taken from its frame's window (its high-water mark since the
+  /// window last started again).
+  [[nodiscard]] std::size_t used_bytes(segment_source source) const {
+    check(source);
+    std::lock_guard<std::mutex> lock(mutex_);
+    return frames_[index(source)].used[source.branch.index];
+  }
+
+  /// @return the physical bytes behind the (chunk, slot) frame: its largest branch, rounded to the granularity.
+  [[nodiscard]] std::size_t frame_physical_bytes(chunk_id chunk, slot_id slot) const {
+    check({chunk, slot, branch_id{0}});
+    std::lock_guard<std::mutex> lock(mutex_);
+    const frame& f = frames_[index({chunk, slot, branch_id{0}})];
+    return f.arena ? f.arena->physical_bytes() : 0;
+  }
+
+  /// @return the physical bytes of every frame.
+  [[nodiscard]] std::size_t physical_bytes() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::size_t total = 0;
+    for (const frame& f : frames_) total += f.arena ? f.arena->physical_bytes() : 0;
+    return total;
+  }
+
+  /// @return segments handed out and not yet given back.
+  [[nodiscard]] std::size_t live_segments() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return segments_.size();
+  }
+
+  [[nodiscard]] int chunks() const noexcept { return chunks_; }
+  [[nodiscard]] int slots() const noexcept { return slots_; }
+  [[nodiscard]] const std::vector<std::string>& branches() const noexcept { return branches_; }
+  [[nodiscard]] std::size_t window_capacity() const noexcept { return window_capacity_; }
+
+ private:
+  struct frame {
+    std::unique_ptr<Arena> arena;
+    std::vector<std::size_t> used;  // per branch: the window's bump cursor
+    std::vector<std::size_t> live;  // per branch: segments not yet given back
+  };
+  struct live_segment {
+    segment_source source;
+    std::size_t bytes;
+  };
+
+  void check(segment_source source) const {
+    const auto out = [&](const std::string& what, std::uint32_t value, std::size_t count) {
+      return error("segment_pool: " + what + " " + std::to_string(value) + " is out of range; there are " +
+                   std::to_string(count) + " (0-based)");
+    };
+    if (source.chunk.index >= static_cast<std::uint32_t>(chunks_)) throw out("chunk", source.chunk.index, static_cast<std::size_t>(chunks_));
+    if (source.slot.index >= static_cast<std::uint32_t>(slots_)) throw out("slot", source.slot.index, static_cast<std::size_t>(slots_));
+    if (source.branch.index >= branches_.size()) throw out("branch", source.branch.index, branches_.size());
+  }
+
+  [[nodiscard]] std::size_t index(segment_source source) const noexcept {
+    return static_cast<std::size_t>(source.chunk.index) * static_cast<std::size_t>(slots_) + source.slot.index;
+  }
+
+  arena_factory make_arena_;
+  int chunks_;
+  int slots_;
+  std::vector<std::string> branches_;
+  std::size_t window_capacity_;
+  mutable std::mutex mutex_;
+  std::vector<frame> frames_;  // chunk-major, then slot
+  std::map<void*, live_segment> segments_;
+  std::optional<segment_source> selected_;
+};
+
+}  // namespace graphpool

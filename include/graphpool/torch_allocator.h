@@ -1,0 +1,76 @@
+/* graphpool's PyTorch plug-in: the malloc/free pair torch.cuda.memory.CUDAPluggableAllocator loads, and
+ * the calls the graphpool_torch Python package makes around its captures.
+ *
+ * One plug-in per process (PyTorch's pluggable allocator is process-wide): graphpool_torch_create()
+ * makes it for one device, a list of branches (variants) and the pipeline schedules that will be
+ * replayed; it has chunks x slots frames, each an arena seen through one address window per branch,
+ * so the branches of a frame share physical pages while every segment has an address of its own
+ * (PyTorch's caching allocator keys its bookkeeping by pointer). Before a capture the caller selects
+ * the (chunk, slot, branch) the next segments come from; graphpool_torch_malloc then hands segments
+ * from that window, mapping physical memory as the largest branch grows. It makes no stream-ordered
+ * call and never fails for want of sizing, only when the device is out of memory.
+ *
+ * Calls return GRAPHPOOL_OK or GRAPHPOOL_ERROR; graphpool_last_error() (c_api.h) gives the message.
+ * graphpool_torch_malloc returns NULL on error, sets the same message and prints it to stderr (PyTorch
+ * reports it as an out-of-memory error). Thread-safety: every call may come from any thread.
+ * Implemented in bindings/torch_allocator.cpp, part of libgraphpool_c.so (graphpool::c_api). */
+#ifndef GRAPHPOOL_TORCH_ALLOCATOR_H
+#define GRAPHPOOL_TORCH_ALLOCATOR_H
+
+#include <stddef.h>
+
+#include "graphpool/c_api.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* PyTorch's pair: void* (size_t, int device, cudaStream_t) and void (void*, size_t, int device, cudaStream_t).
+ * `stream` is a cudaStream_t (unused: segments are not stream-ordered). */
+void* graphpool_torch_malloc(size_t bytes, int device, void* stream);
+void graphpool_torch_free(void* segment, size_t bytes, int device, void* stream);
+
+/* Makes the plug-in on `device` for `branch_count` branches named `branches` and the schedules in
+ * `schedules`: each "pp=P,rank=R,microbatches=M[,vpp=V,group=G]" (as graphpool-plan --schedule takes it;
+ * a range of M gives several) or "order=1,1,-1,-1" (Megatron-LM's signed chunk ids). Every schedule must
+ * have the same chunks. Slots (captured copies per chunk) are the peak of microbatches in flight over
+ * them all. `window_capacity` is each window's address space in bytes (0: the device's memory).
+ * Fails when a plug-in exists (graphpool_torch_destroy first) or for bad input, naming it. */
+graphpool_status graphpool_torch_create(int device, const char* const* branches, size_t branch_count,
+                                        const char* const* schedules, size_t schedule_count, size_t window_capacity);
+
+/* Frees every frame's memory and forgets the plug-in. Fails, changing nothing, while PyTorch still holds
+ * segments (drop the graphs and their MemPools first); succeeds when there is no plug-in. */
+graphpool_status graphpool_torch_destroy(void);
+
+/* Chunks and slots (captured copies per chunk) of the plug-in. */
+graphpool_status graphpool_torch_shape(int* chunks, int* slots);
+
+/* The slot (captured copy) microbatch `microbatch` of chunk `chunk` replays in the schedule of
+ * `microbatches` microbatches. Fails, naming the schedules planned, for a count that was not given. */
+graphpool_status graphpool_torch_slot_of(int microbatches, int chunk, int microbatch, int* slot);
+
+/* Segments asked for from now on come from (chunk, slot, branch); graphpool_torch_deselect() refuses them again. */
+graphpool_status graphpool_torch_select(int chunk, int slot, int branch);
+graphpool_status graphpool_torch_deselect(void);
+
+/* Bytes (chunk, slot, branch) has taken from its window. */
+graphpool_status graphpool_torch_used_bytes(int chunk, int slot, int branch, size_t* bytes);
+
+/* Physical bytes behind the (chunk, slot) frame (its largest branch), and behind every frame. */
+graphpool_status graphpool_torch_frame_physical_bytes(int chunk, int slot, size_t* bytes);
+graphpool_status graphpool_torch_physical_bytes(size_t* bytes);
+
+/* Segments PyTorch holds (handed out, not yet freed). */
+graphpool_status graphpool_torch_live_segments(size_t* count);
+
+/* Plans the frames' measured sizes (each (chunk, slot) frame the largest branch of slot 0, in whole
+ * granules) over the schedules: `footprint` is the plan's memory, `live_bound` the most bytes alive at
+ * once in any schedule (no plan is smaller). */
+graphpool_status graphpool_torch_plan_bytes(size_t* footprint, size_t* live_bound);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GRAPHPOOL_TORCH_ALLOCATOR_H */

@@ -1,0 +1,181 @@
+// The PyTorch plug-in's bookkeeping (bindings/torch_plugin.hpp, segment_pool) with a stand-in arena:
+// which window a segment comes from, what a frame holds physically, giving segments back, and errors.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "catch.hpp"
+#include "graphpool/alignment.hpp"
+#include "graphpool/error.hpp"
+#include "torch_plugin.hpp"
+
+using graphpool::branch_id;
+using graphpool::chunk_id;
+using graphpool::segment_source;
+using graphpool::slot_id;
+using graphpool::testing::contains_text;
+
+namespace {
+
+constexpr std::size_t granule = std::size_t{2} << 20;
+
+// Address windows that are never dereferenced: each arena a distinct range, each window a distinct part.
+struct stand_in_arena {
+  static inline std::uintptr_t next_base = std::uintptr_t{1} << 40;
+  static inline bool fail_next_ensure = false;
+
+  stand_in_arena(std::size_t windows, std::size_t capacity) : windows_(windows), stride_(capacity + granule) {
+    base_ = next_base;
+    next_base += stride_ * windows + granule;
+  }
+  void ensure(std::size_t bytes) {
+    if (fail_next_ensure) {
+      fail_next_ensure = false;
+      throw graphpool::error("stand-in: out of device memory");
+    }
+    mapped_ = std::max(mapped_, graphpool::align_up(bytes, granule));
+  }
+  [[nodiscard]] void* window(std::size_t index) const {
+    REQUIRE(index < windows_);
+    return reinterpret_cast<void*>(base_ + index * stride_);
+  }
+  [[nodiscard]] std::size_t physical_bytes() const { return mapped_; }
+
+  std::size_t windows_;
+  std::size_t stride_;
+  std::uintptr_t base_ = 0;
+  std::size_t mapped_ = 0;
+};
+
+using plugin = graphpool::bindings::torch_plugin<stand_in_arena>;
+
+std::unique_ptr<plugin> make_plugin(const std::vector<std::string>& schedules, std::size_t capacity = std::size_t{1} << 34) {
+  return std::make_unique<plugin>(0, std::vector<std::string>{"cp1", "cp2", "cp4"}, schedules, capacity, granule,
+                                  [](std::size_t windows, std::size_t window_capacity) {
+                                    return std::make_unique<stand_in_arena>(windows, window_capacity);
+                                  });
+}
+
+segment_source at(std::uint32_t chunk, std::uint32_t slot, std::uint32_t branch) {
+  return {chunk_id{chunk}, slot_id{slot}, branch_id{branch}};
+}
+
+std::uintptr_t address(void* p) { return reinterpret_cast<std::uintptr_t>(p); }
+
+}  // namespace
+
+TEST_CASE("torch plug-in: slots and slot maps come from the schedules", "[torch]") {
+  CHECK(make_plugin({"order=1,-1"})->pool().slots() == 1);
+  const auto two = make_plugin({"order=1,1,-1,-1"});
+  CHECK(two->pool().chunks() == 1);
+  CHECK(two->pool().slots() == 2);
+  CHECK(two->slot_of(2, 0, 0) != two->slot_of(2, 0, 1));
+
+  const auto pipeline = make_plugin({"pp=4,rank=0,microbatches=8,vpp=2"});
+  CHECK(pipeline->pool().chunks() == 2);
+  const int slots = pipeline->pool().slots();
+  CHECK(slots > 1);
+  for (int chunk = 0; chunk < 2; ++chunk) {
+    for (int m = 0; m < 8; ++m) CHECK(pipeline->slot_of(8, chunk, m) == m % slots);
+  }
+  CHECK_THROWS_WITH(pipeline->slot_of(6, 0, 0), contains_text("no slot map for a schedule of 6"));
+  CHECK_THROWS_WITH(pipeline->slot_of(8, 2, 0), contains_text("chunk 2 is out of range"));
+  CHECK_THROWS_WITH(pipeline->slot_of(8, 0, 8), contains_text("microbatch 8 is out of range"));
+}
+
+TEST_CASE("torch plug-in: bad schedules and branches are refused, naming them", "[torch]") {
+  CHECK_THROWS_WITH(make_plugin({}), contains_text("no schedule given"));
+  CHECK_THROWS_WITH(make_plugin({"pp=4,microbatches=8"}), contains_text("pp, rank and microbatches are required"));
+  CHECK_THROWS_WITH(make_plugin({"order=1,-1", "order=1,2,-2,-1"}), contains_text("every schedule must have the same chunks"));
+  CHECK_THROWS_WITH(make_plugin({"order=1,,-1"}), contains_text("is empty"));
+  const auto make = [](std::vector<std::string> branches) {
+    return plugin(0, std::move(branches), {"order=1,-1"}, granule, granule,
+                  [](std::size_t w, std::size_t c) { return std::make_unique<stand_in_arena>(w, c); });
+  };
+  CHECK_THROWS_WITH(make({}), contains_text("no branch given"));
+  CHECK_THROWS_WITH(make({"a", "a"}), contains_text("'a' is given twice"));
+  CHECK_THROWS_WITH(make({"a", ""}), contains_text("branch 1 has an empty name"));
+}
+
+TEST_CASE("torch plug-in: segments come from the selected branch's window; a frame holds its largest branch", "[torch]") {
+  const auto p = make_plugin({"order=1,1,-1,-1"});
+  auto& pool = p->pool();
+  CHECK_THROWS_WITH(pool.allocate(1024), contains_text("no frame selected"));
+
+  pool.select(at(0, 0, 0));
+  void* a = pool.allocate(20u << 20);
+  void* b = pool.allocate(1000);
+  void* c = pool.allocate(2u << 20);
+  CHECK(address(b) == address(a) + (20u << 20));
+  CHECK(address(c) % graphpool::segment_pool<stand_in_arena>::segment_alignment == 0);
+  CHECK(address(c) >= address(b) + 1000);
+  CHECK(pool.allocate(0) == nullptr);
+  const std::size_t used0 = pool.used_bytes(at(0, 0, 0));
+  CHECK(used0 == address(c) + (2u << 20) - address(a));
+
+  pool.select(at(0, 0, 1));
+  void* d = pool.allocate(30u << 20);
+  CHECK(address(d) != address(a));  // distinct windows: PyTorch keys its blocks by pointer
+  CHECK(pool.frame_physical_bytes(chunk_id{0}, slot_id{0}) == graphpool::align_up(30u << 20, granule));
+  CHECK(pool.physical_bytes() == graphpool::align_up(30u << 20, granule));
+
+  pool.select(at(0, 1, 2));
+  void* e = pool.allocate(10u << 20);
+  CHECK(pool.frame_physical_bytes(chunk_id{0}, slot_id{1}) == (10u << 20));
+  CHECK(pool.physical_bytes() == (30u << 20) + (10u << 20));  // two slots in flight: two frames
+
+  std::set<std::uintptr_t> addresses{address(a), address(b), address(c), address(d), address(e)};
+  CHECK(addresses.size() == 5);
+  CHECK(pool.live_segments() == 5);
+
+  // The plan over the measured sizes: both microbatches are alive at once, so two of the largest frame.
+  std::size_t largest = 0;
+  for (std::uint32_t branch = 0; branch < 3; ++branch) largest = std::max(largest, pool.used_bytes(at(0, 0, branch)));
+  const graphpool::plan::plan planned = p->measured_plan();
+  CHECK(planned.saved.footprint_bytes == 2 * graphpool::align_up(largest, granule));
+  CHECK(planned.saved.live_bound_bytes == planned.saved.footprint_bytes);
+}
+
+TEST_CASE("torch plug-in: giving segments back restarts a branch's window; foreign pointers are refused", "[torch]") {
+  const auto p = make_plugin({"order=1,-1"});
+  auto& pool = p->pool();
+  pool.select(at(0, 0, 1));
+  void* a = pool.allocate(4u << 20);
+  void* b = pool.allocate(4u << 20);
+  CHECK(pool.deallocate(a));
+  CHECK_FALSE(pool.deallocate(a));  // twice
+  int local = 0;
+  CHECK_FALSE(pool.deallocate(&local));
+  CHECK(pool.used_bytes(at(0, 0, 1)) == (8u << 20));  // b is still held
+  CHECK(pool.deallocate(b));
+  CHECK(pool.used_bytes(at(0, 0, 1)) == 0);
+  CHECK(pool.live_segments() == 0);
+  void* again = pool.allocate(4u << 20);
+  CHECK(again == a);  // a failed capture's branch captures again from the start
+  CHECK(pool.physical_bytes() == (8u << 20));  // physical memory stays mapped
+  CHECK(pool.deallocate(again));
+}
+
+TEST_CASE("torch plug-in: out-of-range sources, full windows and device errors leave nothing taken", "[torch]") {
+  const auto p = make_plugin({"order=1,-1"}, 64u << 20);
+  auto& pool = p->pool();
+  CHECK_THROWS_WITH(pool.select(at(1, 0, 0)), contains_text("chunk 1 is out of range; there are 1"));
+  CHECK_THROWS_WITH(pool.select(at(0, 1, 0)), contains_text("slot 1 is out of range"));
+  CHECK_THROWS_WITH(pool.select(at(0, 0, 3)), contains_text("branch 3 is out of range; there are 3"));
+  CHECK_FALSE(pool.selected().has_value());
+
+  pool.select(at(0, 0, 2));
+  void* a = pool.allocate(40u << 20);
+  CHECK_THROWS_WITH(pool.allocate(40u << 20), contains_text("chunk 0, slot 0, branch 2 (cp4) needs 80.00 MiB"));
+  stand_in_arena::fail_next_ensure = true;
+  CHECK_THROWS_WITH(pool.allocate(2u << 20), contains_text("out of device memory"));
+  CHECK(pool.live_segments() == 1);
+  CHECK(pool.used_bytes(at(0, 0, 2)) == (40u << 20));
+  pool.deselect();
+  CHECK_THROWS_WITH(pool.allocate(1), contains_text("no frame selected"));
+  CHECK(pool.deallocate(a));
+}
