@@ -23,6 +23,8 @@ using plugin = graphpool::bindings::torch_plugin<graphpool::shared_window_arena>
 
 std::mutex plugin_mutex;
 std::unique_ptr<plugin> the_plugin;
+// Plug-ins destroyed while PyTorch still held some of their segments: each is freed with its last segment.
+std::vector<std::unique_ptr<plugin>> retired;
 
 plugin& current() {
   if (!the_plugin) throw graphpool::error("graphpool_torch: no plug-in; call graphpool_torch_create first");
@@ -82,10 +84,15 @@ void* graphpool_torch_malloc(size_t bytes, int device, void* /*stream*/) {
 void graphpool_torch_free(void* segment, size_t bytes, int /*device*/, void* /*stream*/) {
   if (segment == nullptr) return;
   std::lock_guard<std::mutex> lock(plugin_mutex);
-  if (!the_plugin || !the_plugin->pool().deallocate(segment)) {
-    std::fprintf(stderr, "graphpool: graphpool_torch_free: %p (%zu bytes) is not a segment of the plug-in; ignored\n",
-                 segment, bytes);
+  if (the_plugin && the_plugin->pool().deallocate(segment)) return;
+  for (auto it = retired.begin(); it != retired.end(); ++it) {
+    if ((*it)->pool().deallocate(segment)) {
+      if ((*it)->pool().live_segments() == 0) retired.erase(it);
+      return;
+    }
   }
+  std::fprintf(stderr, "graphpool: graphpool_torch_free: %p (%zu bytes) is not a segment of the plug-in; ignored\n",
+               segment, bytes);
 }
 
 graphpool_status graphpool_torch_create(int device, const char* const* branches, size_t branch_count,
@@ -114,16 +121,18 @@ graphpool_status graphpool_torch_create(int device, const char* const* branches,
   });
 }
 
-graphpool_status graphpool_torch_destroy(void) {
+graphpool_status graphpool_torch_destroy(size_t* still_held) {
   return guarded([&] {
     std::lock_guard<std::mutex> lock(plugin_mutex);
+    std::size_t& held = out(still_held, "still_held");
+    held = 0;
     if (!the_plugin) return;
-    const std::size_t live = the_plugin->pool().live_segments();
-    if (live > 0) {
-      throw graphpool::error("graphpool_torch_destroy: PyTorch still holds " + std::to_string(live) +
-                             " segment(s); drop the graphs and the MemPools captured into them first");
+    held = the_plugin->pool().live_segments();
+    if (held > 0) {
+      retired.push_back(std::move(the_plugin));
+    } else {
+      the_plugin.reset();
     }
-    the_plugin.reset();
   });
 }
 

@@ -39,9 +39,10 @@ void graphpool_torch_free(void* segment, size_t bytes, int device, void* stream)
 graphpool_status graphpool_torch_create(int device, const char* const* branches, size_t branch_count,
                                         const char* const* schedules, size_t schedule_count, size_t window_capacity);
 
-/* Frees every frame's memory and forgets the plug-in. Fails, changing nothing, while PyTorch still holds
- * segments (drop the graphs and their MemPools first); succeeds when there is no plug-in. */
-graphpool_status graphpool_torch_destroy(void);
+/* Forgets the plug-in (a new one may be created) and frees its memory; `still_held` gets the segments
+ * PyTorch still holds (tensors from the graphs still referenced): the memory then goes back when the
+ * last of them is freed. Succeeds, with 0, when there is no plug-in. */
+graphpool_status graphpool_torch_destroy(size_t* still_held);
 
 /* Chunks and slots (captured copies per chunk) of the plug-in. */
 graphpool_status graphpool_torch_shape(int* chunks, int* slots);

@@ -1,0 +1,286 @@
+"""GraphedVariants: every (chunk, slot, variant) of a model captured once, up front, into planned frames."""
+
+from __future__ import annotations
+
+import gc
+import os
+import time
+
+import torch
+
+from ._capture import CapturedCopy, capture_copy, warm_up
+from ._native import GraphpoolError
+from ._plugin import Plugin
+
+
+def slot_debug_requested() -> bool:
+    """True when GRAPHPOOL_SLOT_DEBUG is set to anything but "" or "0"."""
+    return os.environ.get("GRAPHPOOL_SLOT_DEBUG", "") not in ("", "0")
+
+
+def in_flight_schedule(depth: int) -> str:
+    """The schedule of `depth` microbatches in flight on one chunk: `depth` forwards, then their backwards."""
+    if depth < 1:
+        raise GraphpoolError(f"graphpool_torch: in_flight is {depth}; at least one microbatch must be in flight")
+    return "order=" + ",".join(["1"] * depth + ["-1"] * depth)
+
+
+def _signature(args: tuple) -> tuple:
+    return tuple((tuple(a.shape), a.dtype) if isinstance(a, torch.Tensor) else ("object", type(a).__name__) for a in args)
+
+
+_capture_streams: dict = {}
+
+
+def _capture_stream(device: int):
+    # One capture stream per device for the process: cuBLAS keeps a workspace per (handle, stream), made
+    # by the first warm-up on it and kept until exit; a stream per GraphedVariants would add one each time.
+    if device not in _capture_streams:
+        _capture_streams[device] = torch.cuda.Stream(device)
+    return _capture_streams[device]
+
+
+class _Replay(torch.autograd.Function):
+    """Forward replays a copy's forward graph; backward replays its backward graph."""
+
+    @staticmethod
+    def forward(ctx, owner, copy: CapturedCopy, claim, *inputs):
+        owner._replay_forward(copy, inputs)
+        ctx.owner, ctx.copy, ctx.claim = owner, copy, claim
+        ctx.count = len(inputs)
+        ctx.leaves = {i: t for i, t in enumerate(inputs) if t.is_leaf and t.requires_grad}
+        outputs = tuple(o.detach() for o in copy.static_outputs)
+        ctx.mark_non_differentiable(*[o for o, wanted in zip(outputs, copy.output_requires_grad) if not wanted])
+        return outputs
+
+    @staticmethod
+    def backward(ctx, *grads):
+        copy = ctx.copy
+        ctx.owner._replay_backward(copy, grads, ctx.claim)
+        result = [None] * ctx.count
+        for position, index in enumerate(copy.differentiable):
+            grad = copy.static_grad_inputs[position]
+            if grad is None:
+                continue
+            leaf = ctx.leaves.get(index)
+            # A leaf whose .grad is still None would take the tensor itself (graph memory that the copy's
+            # next replay overwrites): hand it a copy. Otherwise autograd adds into the leaf's own .grad.
+            result[index] = grad.clone() if leaf is not None and leaf.grad is None else grad
+        ctx.leaves = None
+        return (None, None, None, *result)
+
+
+class GraphedVariants:
+    """A model's chunks captured once per (chunk, slot, variant), sharing one planned footprint.
+
+    ``chunks`` is a module or a list of modules (pipeline chunks of one rank). ``variants`` maps each
+    variant's name to its sample arguments: a tuple of tensors for one chunk, a list of tuples (one per
+    chunk) otherwise. ``schedules`` are the pipeline schedules the model replays (as graphpool-plan's
+    --schedule takes them, e.g. "pp=4,rank=0,microbatches=8,vpp=2", or "order=1,1,-1,-1"); without them
+    one chunk runs ``in_flight`` microbatches at a time (that many forwards, then their backwards).
+
+    Calls: ``graphed(*args, microbatch=m, variant=None, chunk=0)`` replays the copy the schedule's slot
+    map gives microbatch m, of the variant named or the one whose sample arguments have the arguments'
+    shapes and dtypes. Outputs keep their strides and stay valid until that copy's next replay (as with
+    torch.cuda.make_graphed_callables); a leaf's gradient (parameters included) is its own tensor.
+
+    Thread-safety: set-up and calls from one thread, on one stream at a time.
+    """
+
+    def __init__(self, chunks, variants: dict, *, schedules: list[str] | None = None, in_flight: int = 1,
+                 warmup: int = 1, window_capacity: int = 0, guard: bool | None = None):
+        if not torch.cuda.is_available():
+            raise GraphpoolError("graphpool_torch: no CUDA device is available")
+        modules = list(chunks) if isinstance(chunks, (list, tuple)) else [chunks]
+        if not variants:
+            raise GraphpoolError("graphpool_torch: no variant given; map each variant's name to its sample arguments")
+        self.variants = list(variants)
+        self._samples = {}
+        for name, samples in variants.items():
+            per_chunk = [tuple(s) for s in samples] if len(modules) > 1 else [tuple(samples)]
+            if len(per_chunk) != len(modules):
+                raise GraphpoolError(f"graphpool_torch: variant '{name}' has sample arguments for {len(per_chunk)} "
+                                     f"chunk(s) but there are {len(modules)}; give one tuple per chunk")
+            self._samples[name] = per_chunk
+        if schedules is None:
+            if len(modules) > 1:
+                raise GraphpoolError("graphpool_torch: several chunks need their pipeline schedules "
+                                     "(e.g. schedules=['pp=4,rank=0,microbatches=8,vpp=2'])")
+            schedules = [in_flight_schedule(in_flight)]
+        self.guard = slot_debug_requested() if guard is None else guard
+        self.device = torch.cuda.current_device()
+        self._modules = modules
+        self._parameters = [[p for p in m.parameters() if p.requires_grad] for m in modules]
+        self._copies = {}
+        self._plugin = Plugin(self.device, self.variants, list(schedules), window_capacity)
+        try:
+            if self._plugin.chunks != len(modules):
+                raise GraphpoolError(f"graphpool_torch: the schedules have {self._plugin.chunks} chunk(s) but "
+                                     f"{len(modules)} module(s) were given")
+            self._microbatches = None
+            self._slots = {}
+            self._claims = {}
+            self._dispatch = [self._dispatch_table(c) for c in range(len(modules))]
+            start = time.perf_counter()
+            self._capture_all(warmup)
+            torch.cuda.synchronize(self.device)
+            torch.cuda.empty_cache()  # the warm-ups' blocks (cuBLAS workspaces stay with their handles)
+            self.capture_seconds = time.perf_counter() - start
+        except BaseException:
+            self.release()
+            raise
+
+    # -- set-up -------------------------------------------------------------------------------------
+
+    def _dispatch_table(self, chunk: int) -> dict:
+        table = {}
+        for index, name in enumerate(self.variants):
+            key = _signature(self._samples[name][chunk])
+            table[key] = None if key in table else index  # None: ambiguous, the caller must name the variant
+        return table
+
+    def _capture_all(self, warmup: int) -> None:
+        stream = _capture_stream(self.device)
+        for chunk, module in enumerate(self._modules):
+            for name in self.variants:
+                warm_up(module, self._samples[name][chunk], self._parameters[chunk], stream, warmup)
+            for slot in range(self._plugin.slots):
+                for branch, name in enumerate(self.variants):
+                    self._copies[chunk, slot, branch] = capture_copy(
+                        module, self._samples[name][chunk], self._parameters[chunk], self._plugin, chunk, slot, branch,
+                        stream)
+
+    # -- replay -------------------------------------------------------------------------------------
+
+    def begin_step(self, microbatches: int) -> None:
+        """The schedule of `microbatches` microbatches runs next (its slot map places them)."""
+        self._microbatches = microbatches
+        self._plugin.slot_of(microbatches, 0, 0)  # raises, naming the schedules planned, for an unknown count
+
+    def slot_of(self, chunk: int, microbatch: int) -> int:
+        microbatches = self._microbatches
+        if microbatches is None:
+            microbatches = self._default_microbatches()
+        key = (microbatches, chunk, microbatch)
+        slot = self._slots.get(key)
+        if slot is None:
+            slot = self._slots[key] = self._plugin.slot_of(microbatches, chunk, microbatch)
+        return slot
+
+    def _default_microbatches(self) -> int:
+        for m in range(1, 4097):
+            try:
+                self._plugin.slot_of(m, 0, 0)
+            except GraphpoolError:
+                continue
+            self._microbatches = m
+            return m
+        raise GraphpoolError("graphpool_torch: no schedule planned")
+
+    def variant_of(self, args: tuple, chunk: int = 0) -> int:
+        key = _signature(args)
+        table = self._dispatch[chunk]
+        if key not in table:
+            known = "; ".join(f"{n}: {list(_signature(self._samples[n][chunk]))}" for n in self.variants)
+            raise GraphpoolError(f"graphpool_torch: no variant of chunk {chunk} takes arguments {list(key)}; "
+                                 f"the variants take {known}")
+        if table[key] is None:
+            raise GraphpoolError(f"graphpool_torch: several variants of chunk {chunk} take arguments {list(key)}; "
+                                 "name one with variant=")
+        return table[key]
+
+    def __call__(self, *args, microbatch: int = 0, variant: str | None = None, chunk: int = 0):
+        if not self._copies:
+            raise GraphpoolError("graphpool_torch: the graphs were released")
+        if not 0 <= chunk < len(self._modules):
+            raise GraphpoolError(f"graphpool_torch: chunk {chunk} is out of range; there are {len(self._modules)}")
+        if variant is None:
+            branch = self.variant_of(args, chunk)
+        else:
+            if variant not in self.variants:
+                raise GraphpoolError(f"graphpool_torch: no variant '{variant}'; the variants are {self.variants}")
+            branch = self.variants.index(variant)
+            expected = _signature(self._samples[variant][chunk])
+            if _signature(args) != expected:
+                raise GraphpoolError(f"graphpool_torch: variant '{variant}' of chunk {chunk} takes arguments "
+                                     f"{list(expected)}, got {list(_signature(args))}")
+        slot = self.slot_of(chunk, microbatch)
+        copy = self._copies[chunk, slot, branch]
+        claim = None
+        if self.guard and torch.is_grad_enabled() and copy.backward_graph is not None:
+            claim = self._claim(chunk, slot, microbatch, branch)
+        try:
+            outputs = _Replay.apply(self, copy, claim, *args, *self._parameters[chunk])
+        except BaseException:
+            if claim is not None:
+                self._claims.pop((chunk, slot), None)
+            raise
+        return outputs[0] if copy.single_output else outputs
+
+    def _claim(self, chunk: int, slot: int, microbatch: int, branch: int):
+        held = self._claims.get((chunk, slot))
+        if held is not None:
+            other_microbatch, other_branch = held
+            raise GraphpoolError(
+                f"graphpool_torch: the forward of chunk {chunk} microbatch {microbatch} ({self.variants[branch]}) would "
+                f"replay slot {slot}, whose memory microbatch {other_microbatch} ({self.variants[other_branch]}) still "
+                "needs for its pending backward; run that backward first, or capture with more microbatches in flight")
+        claim = (chunk, slot, microbatch, branch)
+        self._claims[chunk, slot] = (microbatch, branch)
+        return claim
+
+    def _replay_forward(self, copy: CapturedCopy, inputs: tuple) -> None:
+        for static, given in zip(copy.static_inputs, inputs):
+            if static.data_ptr() != given.data_ptr():
+                static.copy_(given)
+        copy.forward_graph.replay()
+
+    def _replay_backward(self, copy: CapturedCopy, grads: tuple, claim) -> None:
+        if copy.backward_graph is None:
+            raise GraphpoolError("graphpool_torch: this copy has no backward graph (no output needed a gradient)")
+        for static, grad in zip(copy.static_grad_outputs, grads):
+            if static is None:
+                continue
+            if grad is None:
+                static.zero_()
+            elif static.data_ptr() != grad.data_ptr():
+                static.copy_(grad)
+        copy.backward_graph.replay()
+        if claim is not None:
+            chunk, slot, microbatch, _ = claim
+            if self._claims.get((chunk, slot), (None,))[0] == microbatch:
+                del self._claims[chunk, slot]
+
+    # -- memory -------------------------------------------------------------------------------------
+
+    def memory(self) -> dict:
+        """Bytes: physical memory of every frame, each (chunk, slot) frame, each window (chunk, slot, variant),
+        the plan over the measured frames and its live bound, and PyTorch's own memory_reserved()."""
+        plugin = self._plugin
+        footprint, bound = plugin.plan_bytes()
+        return {
+            "physical": plugin.physical_bytes(),
+            "frames": {(c, s): plugin.frame_physical_bytes(c, s) for c in range(plugin.chunks) for s in range(plugin.slots)},
+            "windows": {(c, s, self.variants[b]): plugin.used_bytes(c, s, b)
+                        for c in range(plugin.chunks) for s in range(plugin.slots) for b in range(len(self.variants))},
+            "plan_footprint": footprint,
+            "live_bound": bound,
+            "torch_reserved": torch.cuda.memory_reserved(self.device),
+        }
+
+    @property
+    def slots(self) -> int:
+        """Captured copies per chunk."""
+        return self._plugin.slots
+
+    def release(self) -> int:
+        """Drops every graph and frame and gives the device memory back. Returns how many segments tensors
+        from the graphs (outputs, input gradients still referenced elsewhere) hold: 0 when everything went
+        back now; otherwise the frames go back when the last of those tensors is freed."""
+        for copy in self._copies.values():
+            copy.release()
+        self._copies.clear()
+        self._claims = {}
+        gc.collect()
+        torch.cuda.synchronize(self.device)
+        return self._plugin.destroy()

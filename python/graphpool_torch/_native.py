@@ -1,0 +1,95 @@
+"""The plug-in library (libgraphpool_c, built by the project's CMake) over ctypes.
+
+Found, in order: ``$GRAPHPOOL_TORCH_LIBRARY``; next to this package (``pip install``, or the build
+tree's ``python/`` folder); the source tree's ``build/bindings``. PyTorch is imported first so the CUDA
+runtime the library links is the one PyTorch already loaded.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import glob
+import os
+from pathlib import Path
+
+GRAPHPOOL_OK = 0
+
+
+class GraphpoolError(RuntimeError):
+    """An error from graphpool: its message names what was wrong and what to change."""
+
+
+def _candidates() -> list[Path]:
+    here = Path(__file__).resolve().parent
+    found: list[Path] = []
+    explicit = os.environ.get("GRAPHPOOL_TORCH_LIBRARY")
+    if explicit:
+        return [Path(explicit)]
+    for folder in (here, here.parent.parent / "build" / "bindings"):
+        found += [Path(p) for p in sorted(glob.glob(str(folder / "libgraphpool_c.so*")))]
+    return found
+
+
+def library_path() -> Path:
+    """The plug-in library's path. Raises GraphpoolError, naming where it looked, when there is none."""
+    for path in _candidates():
+        if path.is_file():
+            return path
+    looked = ", ".join(str(p) for p in _candidates()) or "next to the package and in build/bindings"
+    raise GraphpoolError(
+        "graphpool_torch: libgraphpool_c.so not found (looked at " + looked + "); install the package with "
+        "`pip install .` from the repository, build it with CMake, or set GRAPHPOOL_TORCH_LIBRARY to its path"
+    )
+
+
+_library: ctypes.CDLL | None = None
+
+
+def library() -> ctypes.CDLL:
+    global _library
+    if _library is None:
+        import torch  # noqa: F401  (loads the CUDA runtime the plug-in links)
+
+        lib = ctypes.CDLL(str(library_path()))
+        size_p = ctypes.POINTER(ctypes.c_size_t)
+        int_p = ctypes.POINTER(ctypes.c_int)
+        signatures = {
+            "graphpool_torch_create": [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p), ctypes.c_size_t,
+                                       ctypes.POINTER(ctypes.c_char_p), ctypes.c_size_t, ctypes.c_size_t],
+            "graphpool_torch_destroy": [size_p],
+            "graphpool_torch_shape": [int_p, int_p],
+            "graphpool_torch_slot_of": [ctypes.c_int, ctypes.c_int, ctypes.c_int, int_p],
+            "graphpool_torch_select": [ctypes.c_int, ctypes.c_int, ctypes.c_int],
+            "graphpool_torch_deselect": [],
+            "graphpool_torch_used_bytes": [ctypes.c_int, ctypes.c_int, ctypes.c_int, size_p],
+            "graphpool_torch_frame_physical_bytes": [ctypes.c_int, ctypes.c_int, size_p],
+            "graphpool_torch_physical_bytes": [size_p],
+            "graphpool_torch_live_segments": [size_p],
+            "graphpool_torch_plan_bytes": [size_p, size_p],
+        }
+        for name, arguments in signatures.items():
+            function = getattr(lib, name)
+            function.argtypes = arguments
+            function.restype = ctypes.c_int
+        lib.graphpool_last_error.argtypes = []
+        lib.graphpool_last_error.restype = ctypes.c_char_p
+        _library = lib
+    return _library
+
+
+def call(name: str, *arguments) -> None:
+    """Calls graphpool_<name>; raises GraphpoolError with the library's message when it fails."""
+    lib = library()
+    if getattr(lib, name)(*arguments) != GRAPHPOOL_OK:
+        raise GraphpoolError(lib.graphpool_last_error().decode())
+
+
+def size_out(name: str, *arguments) -> int:
+    value = ctypes.c_size_t(0)
+    call(name, *arguments, ctypes.byref(value))
+    return int(value.value)
+
+
+def strings(values: list[str]):
+    array = (ctypes.c_char_p * len(values))(*[v.encode() for v in values])
+    return array, len(values)

@@ -1,0 +1,76 @@
+"""The process's plug-in: frames (chunk, slot) whose branches share physical pages, one window each."""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+
+from . import _native
+
+_allocator = None
+
+
+def pluggable_allocator():
+    """torch.cuda.memory.CUDAPluggableAllocator over graphpool's malloc/free (made once per process)."""
+    global _allocator
+    if _allocator is None:
+        import torch
+
+        _allocator = torch.cuda.memory.CUDAPluggableAllocator(
+            str(_native.library_path()), "graphpool_torch_malloc", "graphpool_torch_free")
+    return _allocator
+
+
+class Plugin:
+    """graphpool_torch_create() and the calls around it. One exists per process at a time."""
+
+    def __init__(self, device: int, branches: list[str], schedules: list[str], window_capacity: int = 0):
+        names, count = _native.strings(branches)
+        specs, spec_count = _native.strings(schedules)
+        _native.call("graphpool_torch_create", device, names, count, specs, spec_count, window_capacity)
+        self.device = device
+        self.branches = list(branches)
+        self.schedules = list(schedules)
+        chunks, slots = ctypes.c_int(0), ctypes.c_int(0)
+        _native.call("graphpool_torch_shape", ctypes.byref(chunks), ctypes.byref(slots))
+        self.chunks, self.slots = chunks.value, slots.value
+        self.alive = True
+
+    def slot_of(self, microbatches: int, chunk: int, microbatch: int) -> int:
+        slot = ctypes.c_int(0)
+        _native.call("graphpool_torch_slot_of", microbatches, chunk, microbatch, ctypes.byref(slot))
+        return slot.value
+
+    @contextlib.contextmanager
+    def selected(self, chunk: int, slot: int, branch: int):
+        """Segments asked for inside come from (chunk, slot, branch); refused again after."""
+        _native.call("graphpool_torch_select", chunk, slot, branch)
+        try:
+            yield
+        finally:
+            _native.call("graphpool_torch_deselect")
+
+    def used_bytes(self, chunk: int, slot: int, branch: int) -> int:
+        return _native.size_out("graphpool_torch_used_bytes", chunk, slot, branch)
+
+    def frame_physical_bytes(self, chunk: int, slot: int) -> int:
+        return _native.size_out("graphpool_torch_frame_physical_bytes", chunk, slot)
+
+    def physical_bytes(self) -> int:
+        return _native.size_out("graphpool_torch_physical_bytes")
+
+    def live_segments(self) -> int:
+        return _native.size_out("graphpool_torch_live_segments")
+
+    def plan_bytes(self) -> tuple[int, int]:
+        footprint, bound = ctypes.c_size_t(0), ctypes.c_size_t(0)
+        _native.call("graphpool_torch_plan_bytes", ctypes.byref(footprint), ctypes.byref(bound))
+        return int(footprint.value), int(bound.value)
+
+    def destroy(self) -> int:
+        """Forgets the plug-in and frees its frames; returns the segments PyTorch still holds (their frames'
+        memory goes back when the last of them is freed)."""
+        if not self.alive:
+            return 0
+        self.alive = False
+        return _native.size_out("graphpool_torch_destroy")

@@ -1,0 +1,316 @@
+"""graphpool_torch on a GPU: dispatch, bitwise equality with eager, strides, gradient accumulation with
+microbatches in flight, the guard, a failed capture's clean-up, and teardown.
+
+Skipped (not passed) where PyTorch or a CUDA device is missing."""
+
+import gc
+
+import pytest
+
+torch = pytest.importorskip("torch")
+if not torch.cuda.is_available():
+    pytest.skip("no CUDA device: graphpool_torch's tests need one", allow_module_level=True)
+
+import torch.nn.functional as F  # noqa: E402
+
+import graphpool_torch  # noqa: E402
+from graphpool_torch import GraphedVariants, GraphpoolError  # noqa: E402
+
+HIDDEN = 256
+TOKENS = {"cp1": 512, "cp2": 256, "cp4": 128, "cp8": 64}
+
+
+class Block(torch.nn.Module):
+    """A GEMM-heavy residual MLP (cuBLAS workspaces are made on the capture stream by the warm-up)."""
+
+    def __init__(self):
+        super().__init__()
+        self.norm = torch.nn.LayerNorm(HIDDEN)
+        self.up = torch.nn.Linear(HIDDEN, 4 * HIDDEN)
+        self.down = torch.nn.Linear(4 * HIDDEN, HIDDEN)
+
+    def forward(self, x):
+        return x + self.down(F.gelu(self.up(self.norm(x))))
+
+
+@pytest.fixture(autouse=True)
+def deterministic():
+    torch.use_deterministic_algorithms(True)
+    torch.manual_seed(0)
+    yield
+    torch.use_deterministic_algorithms(False)
+    gc.collect()
+    torch.cuda.synchronize()
+
+
+def samples(requires_grad=True):
+    return {name: (torch.randn(tokens, HIDDEN, device="cuda", requires_grad=requires_grad),)
+            for name, tokens in TOKENS.items()}
+
+
+def grads_of(module):
+    return [None if p.grad is None else p.grad.clone() for p in module.parameters()]
+
+
+def clear_grads(module):
+    for p in module.parameters():
+        p.grad = None
+
+
+def test_variants_dispatch_by_shape_and_by_name():
+    block = Block().cuda()
+    graphed = GraphedVariants(block, samples())
+    try:
+        for name, tokens in TOKENS.items():
+            x = torch.randn(tokens, HIDDEN, device="cuda")
+            assert torch.equal(graphed(x), block(x))
+            assert torch.equal(graphed(x, variant=name), block(x))
+        with pytest.raises(GraphpoolError, match="no variant of chunk 0 takes arguments"):
+            graphed(torch.randn(100, HIDDEN, device="cuda"))
+        with pytest.raises(GraphpoolError, match="variant 'cp2' of chunk 0 takes arguments"):
+            graphed(torch.randn(512, HIDDEN, device="cuda"), variant="cp2")
+        with pytest.raises(GraphpoolError, match="no variant 'cp3'"):
+            graphed(torch.randn(512, HIDDEN, device="cuda"), variant="cp3")
+    finally:
+        assert graphed.release() == 0
+
+
+def test_same_shapes_need_a_variant_name():
+    block = Block().cuda()
+    x = torch.randn(64, HIDDEN, device="cuda")
+    graphed = GraphedVariants(block, {"a": (x,), "b": (x,)})
+    try:
+        with pytest.raises(GraphpoolError, match="name one with variant="):
+            graphed(x)
+        assert torch.equal(graphed(x, variant="b"), block(x))
+    finally:
+        graphed.release()
+
+
+@pytest.mark.parametrize("order", [[0, 1, 2, 3], [3, 2, 1, 0], [1, 0, 3, 2]])
+def test_outputs_and_gradients_are_bitwise_equal_to_eager(order):
+    block = Block().cuda()
+    graphed = GraphedVariants(block, samples())
+    names = list(TOKENS)
+    try:
+        for step in range(2):
+            for index in order:
+                tokens = TOKENS[names[index]]
+                x = torch.randn(tokens, HIDDEN, device="cuda", requires_grad=True)
+                g = torch.randn(tokens, HIDDEN, device="cuda")
+                clear_grads(block)
+                eager = block(x)
+                eager.backward(g)
+                eager_x_grad, eager_grads = x.grad.clone(), grads_of(block)
+                x.grad = None
+                clear_grads(block)
+                out = graphed(x)
+                out.backward(g)
+                assert torch.equal(out, eager), (step, names[index])
+                assert torch.equal(x.grad, eager_x_grad), (step, names[index])
+                for ours, theirs in zip(grads_of(block), eager_grads):
+                    assert torch.equal(ours, theirs), (step, names[index])
+    finally:
+        graphed.release()
+
+
+class Strided(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(HIDDEN, HIDDEN)
+
+    def forward(self, x):
+        y = self.linear(x)
+        return y.t(), y[:, :1].expand(-1, 8), y
+
+
+def test_outputs_keep_their_strides():
+    module = Strided().cuda()
+    x = torch.randn(32, HIDDEN, device="cuda", requires_grad=True)
+    graphed = GraphedVariants(module, {"only": (x,)})
+    try:
+        eager = module(x)
+        ours = graphed(x)
+        for a, b in zip(ours, eager):
+            assert a.shape == b.shape and a.stride() == b.stride()
+            assert torch.equal(a, b)
+        sum(o.float().sum() for o in ours).backward()
+    finally:
+        graphed.release()
+
+
+def test_gradients_accumulate_over_two_microbatches_in_flight_on_different_variants():
+    block = Block().cuda()
+    graphed = GraphedVariants(block, samples(), in_flight=2)
+    assert graphed.slots == 2
+    try:
+        for first, second in [("cp1", "cp8"), ("cp4", "cp4"), ("cp2", "cp1")]:
+            xs = [torch.randn(TOKENS[n], HIDDEN, device="cuda") for n in (first, second)]
+            clear_grads(block)
+            for x in xs:
+                block(x).square().sum().backward()
+            eager = grads_of(block)
+            clear_grads(block)
+            y0 = graphed(xs[0], microbatch=0)  # F F B B: both frames alive at once
+            y1 = graphed(xs[1], microbatch=1)
+            y0.square().sum().backward()
+            y1.square().sum().backward()
+            for ours, theirs in zip(grads_of(block), eager):
+                assert torch.equal(ours, theirs), (first, second)
+            # The gradients are the parameters' own tensors, not graph memory a later replay overwrites.
+            kept = grads_of(block)
+            graphed(xs[1], microbatch=0).sum().backward()
+            graphed(xs[0], microbatch=1).sum().backward()
+            for p, before in zip(block.parameters(), kept):
+                assert p.grad.data_ptr() != 0 and not torch.equal(p.grad, before)
+        memory = graphed.memory()
+        assert memory["physical"] <= 1.02 * memory["live_bound"] + (4 << 20)
+        assert memory["plan_footprint"] == memory["live_bound"]
+    finally:
+        graphed.release()
+
+
+def test_the_guard_catches_a_replay_over_a_pending_backward(monkeypatch):
+    monkeypatch.setenv("GRAPHPOOL_SLOT_DEBUG", "1")
+    block = Block().cuda()
+    graphed = GraphedVariants(block, samples())
+    assert graphed.guard
+    try:
+        x = torch.randn(TOKENS["cp2"], HIDDEN, device="cuda")
+        pending = graphed(x, microbatch=0)
+        with pytest.raises(GraphpoolError, match=r"microbatch 0 \(cp1\) would replay slot 0, whose memory "
+                                                 r"microbatch 0 \(cp2\) still needs for its pending backward"):
+            graphed(torch.randn(TOKENS["cp1"], HIDDEN, device="cuda"), microbatch=0)
+        pending.sum().backward()
+        graphed(x).sum().backward()  # after the backward the slot is free again
+    finally:
+        graphed.release()
+
+
+class FailsUnderCapture(torch.nn.Module):
+    """Runs eagerly (the warm-up) but fails inside a capture: raising, or making an illegal call."""
+
+    def __init__(self, how):
+        super().__init__()
+        self.block = Block()
+        self.how = how
+
+    def forward(self, x):
+        y = self.block(x)
+        if torch.cuda.is_current_stream_capturing() and x.shape[0] == TOKENS["cp4"]:
+            if self.how == "raise":
+                raise ValueError("planted failure")
+            if self.how == "illegal":
+                y = y * y.sum().item()  # a synchronizing call: illegal in a capture
+        return y
+
+
+@pytest.mark.parametrize("how", ["raise", "illegal"])
+def test_a_failed_capture_leaves_pytorch_as_it_was(how):
+    module = FailsUnderCapture(how).cuda()
+    marker = [torch.full_like(p, 7.0) for p in module.parameters()]
+    for p, g in zip(module.parameters(), marker):
+        p.grad = g
+    inputs = samples()
+    gc_was = gc.isenabled()
+    cpu_rng, cuda_rng = torch.get_rng_state(), torch.cuda.get_rng_state()
+    allocated = torch.cuda.memory_allocated()
+    with pytest.raises(Exception) as failure:
+        GraphedVariants(module, inputs)
+    if how == "raise":
+        assert failure.type is ValueError and "planted failure" in str(failure.value)
+    else:
+        assert "operation not permitted when stream is capturing" in str(failure.value)
+    assert gc.isenabled() == gc_was
+    assert all(p.grad is g for p, g in zip(module.parameters(), marker))
+    assert torch.equal(torch.get_rng_state(), cpu_rng) and torch.equal(torch.cuda.get_rng_state(), cuda_rng)
+    gc.collect()
+    assert torch.cuda.memory_allocated() == allocated
+    torch.randn(4, device="cuda")  # the generator is out of its capture state
+    # The stream and the allocator work as before, and the same branches capture again.
+    module.how = "none"
+    graphed = GraphedVariants(module, samples())
+    try:
+        x = torch.randn(TOKENS["cp4"], HIDDEN, device="cuda")
+        assert torch.equal(graphed(x), module(x))
+    finally:
+        graphed.release()
+
+
+def test_release_gives_the_memory_back():
+    block = Block().cuda()
+    GraphedVariants(block, samples(), in_flight=2).release()  # first use of the capture stream: cuBLAS workspaces
+    torch.cuda.synchronize()
+    gc.collect()
+    torch.cuda.empty_cache()
+    free_before = torch.cuda.mem_get_info()[0]
+    allocated_before = torch.cuda.memory_allocated()
+    graphed = GraphedVariants(block, samples(), in_flight=2)
+    memory = graphed.memory()
+    assert memory["physical"] > 0
+    assert free_before - torch.cuda.mem_get_info()[0] >= memory["physical"]
+    kept = graphed(torch.randn(TOKENS["cp1"], HIDDEN, device="cuda"))
+    assert graphed.release() > 0  # an output still refers to a frame: its memory goes back with it
+    assert free_before - torch.cuda.mem_get_info()[0] >= memory["physical"]
+    del kept
+    gc.collect()
+    torch.cuda.empty_cache()
+    assert torch.cuda.memory_allocated() == allocated_before
+    assert abs(torch.cuda.mem_get_info()[0] - free_before) <= (2 << 20)
+
+
+def test_one_plugin_per_process_and_clear_errors():
+    block = Block().cuda()
+    first = GraphedVariants(block, samples())
+    try:
+        with pytest.raises(GraphpoolError, match="a plug-in exists already"):
+            GraphedVariants(block, samples())
+    finally:
+        first.release()
+    with pytest.raises(GraphpoolError, match="several chunks need their pipeline schedules"):
+        GraphedVariants([block, block], {"a": [(torch.randn(8, HIDDEN, device="cuda"),)] * 2})
+    with pytest.raises(GraphpoolError, match="the schedules have 2 chunk"):
+        GraphedVariants(block, samples(), schedules=["pp=2,rank=0,microbatches=4,vpp=2"])
+    assert graphpool_torch.library_path().is_file()
+
+
+def test_a_pipeline_of_two_chunks_follows_the_schedule_slot_map():
+    chunks = [Block().cuda(), Block().cuda()]
+    variants = {n: [(torch.randn(t, HIDDEN, device="cuda"),), (torch.randn(t, HIDDEN, device="cuda", requires_grad=True),)]
+                for n, t in list(TOKENS.items())[:2]}
+    graphed = GraphedVariants(chunks, variants, schedules=["order=1,1,2,2,-2,-2,-1,-1"])
+    try:
+        assert graphed.slots == 2
+        xs = [torch.randn(TOKENS["cp1"], HIDDEN, device="cuda"), torch.randn(TOKENS["cp2"], HIDDEN, device="cuda")]
+        eager = [chunks[1](chunks[0](x)) for x in xs]
+        for c in chunks:
+            clear_grads(c)
+        for e in eager:
+            e.sum().backward()
+        expected = [grads_of(c) for c in chunks]
+        for c in chunks:
+            clear_grads(c)
+        hidden = [graphed(x, microbatch=m, chunk=0) for m, x in enumerate(xs)]
+        outs = [graphed(h, microbatch=m, chunk=1) for m, h in enumerate(hidden)]
+        for out, e in zip(outs, eager):
+            assert torch.equal(out, e)
+        for out in outs:
+            out.sum().backward()
+        for c, grads in zip(chunks, expected):
+            for ours, theirs in zip(grads_of(c), grads):
+                assert torch.equal(ours, theirs)
+    finally:
+        graphed.release()
+
+
+def test_a_compiled_module_is_captured_with_its_fusions():
+    block = Block().cuda()
+    compiled = torch.compile(block)  # inductor without its own CUDA graphs
+    small = {n: s for n, s in samples().items() if n in ("cp4", "cp8")}
+    graphed = GraphedVariants(compiled, small)
+    try:
+        for name, (sample,) in small.items():
+            x = torch.randn_like(sample)
+            assert torch.equal(graphed(x), compiled(x))
+    finally:
+        graphed.release()
