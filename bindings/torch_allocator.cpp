@@ -114,10 +114,12 @@ graphpool_status graphpool_torch_create(int device, const char* const* branches,
       window_capacity = prop.totalGlobalMem;
     }
     const std::size_t granularity = graphpool::shared_window_arena(device, 1, 1).granularity();
-    the_plugin = std::make_unique<plugin>(device, std::move(names), specs, window_capacity, granularity,
-                                          [device](std::size_t windows, std::size_t capacity) {
-                                            return std::make_unique<graphpool::shared_window_arena>(device, windows, capacity);
-                                          });
+    the_plugin = std::make_unique<plugin>(
+        device, std::move(names), specs, window_capacity, granularity,
+        [device](std::size_t windows, std::size_t capacity) {
+          return std::make_unique<graphpool::shared_window_arena>(device, windows, capacity);
+        },
+        [device](std::size_t bytes) { return std::make_shared<const graphpool::physical_block>(device, bytes); });
   });
 }
 
@@ -174,12 +176,33 @@ graphpool_status graphpool_torch_live_segments(size_t* count) {
   return with_plugin([&](plugin& p) { out(count, "count") = p.pool().live_segments(); });
 }
 
-graphpool_status graphpool_torch_plan_bytes(size_t* footprint, size_t* live_bound) {
+graphpool_status graphpool_torch_plan_bytes(size_t* footprint, size_t* live_bound, size_t* scratch) {
   return with_plugin([&](plugin& p) {
-    const graphpool::plan::plan planned = p.measured_plan();
-    out(footprint, "footprint") = planned.saved.footprint_bytes;
-    out(live_bound, "live_bound") = planned.saved.live_bound_bytes;
+    const plugin::footprint now = p.current_footprint();
+    out(footprint, "footprint") = now.planned;
+    out(live_bound, "live_bound") = now.live_bound;
+    out(scratch, "scratch") = now.scratch;
   });
+}
+
+graphpool_status graphpool_torch_add_persistent(int chunk, int slot, int branch, const void* address, size_t bytes,
+                                                int* added) {
+  return with_plugin([&](plugin& p) { out(added, "added") = p.pool().add_persistent(source(chunk, slot, branch), address, bytes); });
+}
+
+graphpool_status graphpool_torch_window_pages(int chunk, int slot, int branch, size_t* persistent, size_t* transient) {
+  return with_plugin([&](plugin& p) {
+    out(persistent, "persistent") = p.pool().persistent_pages(source(chunk, slot, branch));
+    out(transient, "transient") = p.pool().transient_pages(source(chunk, slot, branch));
+  });
+}
+
+graphpool_status graphpool_torch_page_bytes(size_t* bytes) {
+  return with_plugin([&](plugin& p) { out(bytes, "bytes") = p.pool().page_bytes(); });
+}
+
+graphpool_status graphpool_torch_lay_out(void) {
+  return with_plugin([&](plugin& p) { static_cast<void>(p.lay_out()); });
 }
 
 }  // extern "C"

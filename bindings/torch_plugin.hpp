@@ -42,13 +42,15 @@ class torch_plugin {
  public:
   using pool_type = segment_pool<Arena>;
 
-  /// @brief A plug-in on `device` for `branches` over the schedules `specs` (see parse_schedules).
-  /// `granularity` is the physical page size frames are counted in for planning.
+  /// @brief A plug-in on `device` for `branches` over the schedules `specs` (see parse_schedules), with
+  /// physical pages of `granularity` bytes.
   torch_plugin(int device, std::vector<std::string> branches, const std::vector<std::string>& specs,
-               std::size_t window_capacity, std::size_t granularity, typename pool_type::arena_factory make_arena)
+               std::size_t window_capacity, std::size_t granularity, typename pool_type::arena_factory make_arena,
+               typename pool_type::block_factory make_block)
       : device_(device), granularity_(granularity), schedules_(parse_schedules(specs)),
         shape_(shape_of(schedules_, branches)),
-        pool_(std::move(make_arena), shape_.chunks, shape_.slots, std::move(branches), window_capacity) {}
+        pool_(std::move(make_arena), std::move(make_block), shape_.chunks, shape_.slots, std::move(branches), window_capacity,
+              granularity) {}
 
   [[nodiscard]] int device() const noexcept { return device_; }
   [[nodiscard]] pool_type& pool() noexcept { return pool_; }
@@ -69,23 +71,32 @@ class torch_plugin {
     return map.slots[static_cast<std::size_t>(chunk)][static_cast<std::size_t>(microbatch)];
   }
 
-  /// @brief Plans the measured frames: each (chunk, slot) frame as large as the largest branch of
-  /// the chunk's slot 0 (every slot captures the same graphs), in whole granules.
-  [[nodiscard]] plan::plan measured_plan() const {
-    plan::problem p;
-    p.schedules = schedules_;
-    p.layers_per_chunk = {1};
-    p.alignment = granularity_;
-    for (std::uint32_t b = 0; b < pool_.branches().size(); ++b) {
-      plan::branch_sizes sizes;
-      sizes.name = pool_.branches()[b];
-      sizes.saved_per_layer = pool_.used_bytes({chunk_id{0}, slot_id{0}, branch_id{b}});
-      p.branches.push_back(sizes);
-      for (std::uint32_t c = 1; c < static_cast<std::uint32_t>(shape_.chunks); ++c) {
-        p.overrides.push_back({static_cast<int>(c), 0, sizes.name, pool_.used_bytes({chunk_id{c}, slot_id{0}, branch_id{b}})});
-      }
+  /// @brief What the frames take. Before lay_out(): each (chunk, slot) frame holds every page its
+  /// largest branch used. After: the frames' persistent pages as planned, plus the shared scratch.
+  struct footprint {
+    std::size_t planned = 0;     ///< the plan's bytes (with the scratch after lay_out())
+    std::size_t live_bound = 0;  ///< no plan of these frames over the schedules is smaller (scratch included)
+    std::size_t scratch = 0;     ///< the shared scratch block (0 before lay_out())
+  };
+
+  /// @return the plan of the frames as they are now (see footprint).
+  [[nodiscard]] footprint current_footprint() const {
+    const bool laid_out = pool_.laid_out();
+    const plan::plan planned = plan_frames(laid_out);
+    const std::size_t scratch = pool_.scratch_bytes();
+    return {planned.saved.footprint_bytes + scratch, planned.saved.live_bound_bytes + scratch, scratch};
+  }
+
+  /// @brief Plans the frames' persistent pages over the schedules and maps every window by it (see
+  /// segment_pool::lay_out). @return the footprint after.
+  footprint lay_out() {
+    const plan::plan planned = plan_frames(true);
+    std::vector<std::size_t> offsets(static_cast<std::size_t>(shape_.chunks * shape_.slots), 0);
+    for (const plan::planned_frame& f : planned.frames) {
+      offsets[static_cast<std::size_t>(f.chunk * shape_.slots + f.slot)] = f.offset;
     }
-    return plan::make_plan(p, plan::assignment::offsets);
+    pool_.lay_out(offsets, planned.saved.footprint_bytes);
+    return current_footprint();
   }
 
  private:
@@ -102,6 +113,31 @@ class torch_plugin {
     p.schedules = schedules;
     p.layers_per_chunk = {1};
     for (const std::string& name : branches) p.branches.push_back({name, 1, 0});
+    return plan::make_plan(p, plan::assignment::offsets);
+  }
+
+  // Frames of one page per layer and branch: the persistent pages (or, before lay_out, every used page)
+  // of each branch's window, the largest over the chunk's slots (every slot captures the same graphs).
+  [[nodiscard]] plan::plan plan_frames(bool persistent_only) const {
+    plan::problem p;
+    p.schedules = schedules_;
+    p.layers_per_chunk = {1};
+    p.alignment = granularity_;
+    for (std::uint32_t b = 0; b < pool_.branches().size(); ++b) {
+      const auto bytes = [&](std::uint32_t c) {
+        std::size_t most = 0;
+        for (std::uint32_t s = 0; s < static_cast<std::uint32_t>(shape_.slots); ++s) {
+          const segment_source source{chunk_id{c}, slot_id{s}, branch_id{b}};
+          most = std::max(most, persistent_only ? pool_.persistent_pages(source) * granularity_
+                                                : align_up(pool_.used_bytes(source), granularity_));
+        }
+        return most;
+      };
+      p.branches.push_back({pool_.branches()[b], bytes(0), 0});
+      for (std::uint32_t c = 1; c < static_cast<std::uint32_t>(shape_.chunks); ++c) {
+        p.overrides.push_back({static_cast<int>(c), 0, pool_.branches()[b], bytes(c)});
+      }
+    }
     return plan::make_plan(p, plan::assignment::offsets);
   }
 

@@ -151,8 +151,8 @@ def run_design(design: str, depth: int, args) -> dict:
     step_walls = [walls[0]] + [b - a for a, b in zip(walls, walls[1:])]
     measured = events[-50:] if len(events) >= 60 else events[len(events) // 5:]
     median_ms = statistics.median(measured)
-    median_wall = statistics.median(step_walls[-len(measured):])
-    slow = [i for i, w in enumerate(step_walls) if w > 2 * median_wall]
+    # A slow step spends 50 ms or more on the host beyond its GPU time: a compile, a capture or a recording.
+    slow = [i for i, (w, gpu_ms) in enumerate(zip(step_walls, events)) if w - gpu_ms / 1000 > 0.05]
     settled = slow[-1] + 1 if slow else 1
     result.update({
         "device_mib": (peak - baseline) / MIB,
@@ -175,8 +175,10 @@ def run_design(design: str, depth: int, args) -> dict:
             "physical_mib": memory["physical"] / MIB,
             "plan_footprint_mib": memory["plan_footprint"] / MIB,
             "live_bound_mib": memory["live_bound"] / MIB,
+            "scratch_mib": memory["scratch"] / MIB,
             "torch_reserved_mib": memory["torch_reserved"] / MIB,
             "windows_mib": {f"{c}/{s}/{v}": b / MIB for (c, s, v), b in memory["windows"].items()},
+            "persistent_mib": {f"{c}/{s}/{v}": b / MIB for (c, s, v), b in memory["persistent"].items()},
         }
         held = graphed.release()
         result["graphpool"]["segments_held_after_release"] = held

@@ -65,10 +65,25 @@ graphpool_status graphpool_torch_physical_bytes(size_t* bytes);
 /* Segments PyTorch holds (handed out, not yet freed). */
 graphpool_status graphpool_torch_live_segments(size_t* count);
 
-/* Plans the frames' measured sizes (each (chunk, slot) frame the largest branch of slot 0, in whole
- * granules) over the schedules: `footprint` is the plan's memory, `live_bound` the most bytes alive at
- * once in any schedule (no plan is smaller). */
-graphpool_status graphpool_torch_plan_bytes(size_t* footprint, size_t* live_bound);
+/* Marks [address, address + bytes) as alive from a forward replay to its backward (a block PyTorch holds
+ * between the two captures) if it lies in a segment of (chunk, slot, branch); `added` gets 1 then, else 0. */
+graphpool_status graphpool_torch_add_persistent(int chunk, int slot, int branch, const void* address, size_t bytes,
+                                                int* added);
+
+/* Pages of (chunk, slot, branch)'s window holding persistent bytes, and the other pages it uses; the page size. */
+graphpool_status graphpool_torch_window_pages(int chunk, int slot, int branch, size_t* persistent, size_t* transient);
+graphpool_status graphpool_torch_page_bytes(size_t* bytes);
+
+/* After every capture, before any replay: plans the frames' persistent pages over the schedules and maps
+ * every window anew, its persistent pages onto its frame's planned pages and all its other pages onto one
+ * scratch block every window shares (graphs replayed on one stream never run at once). Physical memory is
+ * then the plan plus the scratch. No segment can be handed out after it. */
+graphpool_status graphpool_torch_lay_out(void);
+
+/* What the frames take, as planned over the schedules: before graphpool_torch_lay_out every used page of
+ * each frame's largest branch; after it the persistent pages plus the scratch. `live_bound`: no plan of
+ * those frames is smaller; `scratch`: the shared scratch block (0 before lay-out). */
+graphpool_status graphpool_torch_plan_bytes(size_t* footprint, size_t* live_bound, size_t* scratch);
 
 #ifdef __cplusplus
 }

@@ -111,6 +111,16 @@ def _capture(graph, pool, device: int, body):
     return result
 
 
+def live_blocks():
+    """(address, bytes) of every block PyTorch's caching allocator holds now, in every pool."""
+    for segment in torch.cuda.memory_snapshot():
+        address = segment["address"]
+        for block in segment["blocks"]:
+            if block["state"] != "inactive":
+                yield block.get("address", address), block["size"]
+            address += block["size"]
+
+
 def _flatten(outputs) -> tuple[tuple, bool]:
     if isinstance(outputs, torch.Tensor):
         return (outputs,), True
@@ -160,6 +170,9 @@ def capture_copy(module, sample_args: tuple, parameters: list, plugin: Plugin, c
                 outputs, single = _flatten(outputs)
                 with torch.cuda.use_mem_pool(pool):
                     grad_outputs = tuple(torch.empty_like(o) if o.requires_grad else None for o in outputs)
+                # What the copy holds now lives from its forward replay to its backward: static inputs,
+                # saved tensors, outputs, the gradients' inputs. The rest of its pages are scratch.
+                plugin.add_persistent(chunk, slot, branch, live_blocks())
                 candidates = list(static_inputs) + parameters
                 differentiable = tuple(i for i, t in enumerate(candidates) if t.requires_grad)
                 needing = [o for o in outputs if o.requires_grad]

@@ -123,6 +123,7 @@ class GraphedVariants:
             self._dispatch = [self._dispatch_table(c) for c in range(len(modules))]
             start = time.perf_counter()
             self._capture_all(warmup)
+            self._plugin.lay_out()
             torch.cuda.synchronize(self.device)
             torch.cuda.empty_cache()  # the warm-ups' blocks (cuBLAS workspaces stay with their handles)
             self.capture_seconds = time.perf_counter() - start
@@ -254,17 +255,27 @@ class GraphedVariants:
     # -- memory -------------------------------------------------------------------------------------
 
     def memory(self) -> dict:
-        """Bytes: physical memory of every frame, each (chunk, slot) frame, each window (chunk, slot, variant),
-        the plan over the measured frames and its live bound, and PyTorch's own memory_reserved()."""
+        """Bytes. physical: device memory behind every frame (the plan plus the scratch). plan_footprint,
+        live_bound: the plan of the frames' persistent pages over the schedules, and the least any plan of
+        them takes, both with the scratch. scratch: the block every window shares for what no later replay
+        reads. windows: per (chunk, slot, variant), the bytes its segments span and the persistent part.
+        torch_reserved: PyTorch's memory_reserved() (it counts every window's segments: virtual, not physical)."""
         plugin = self._plugin
-        footprint, bound = plugin.plan_bytes()
+        footprint, bound, scratch = plugin.plan_bytes()
+        page = plugin.page_bytes()
+        windows, persistent = {}, {}
+        for c in range(plugin.chunks):
+            for s in range(plugin.slots):
+                for b, name in enumerate(self.variants):
+                    windows[c, s, name] = plugin.used_bytes(c, s, b)
+                    persistent[c, s, name] = plugin.window_pages(c, s, b)[0] * page
         return {
             "physical": plugin.physical_bytes(),
-            "frames": {(c, s): plugin.frame_physical_bytes(c, s) for c in range(plugin.chunks) for s in range(plugin.slots)},
-            "windows": {(c, s, self.variants[b]): plugin.used_bytes(c, s, b)
-                        for c in range(plugin.chunks) for s in range(plugin.slots) for b in range(len(self.variants))},
             "plan_footprint": footprint,
             "live_bound": bound,
+            "scratch": scratch,
+            "windows": windows,
+            "persistent": persistent,
             "torch_reserved": torch.cuda.memory_reserved(self.device),
         }
 

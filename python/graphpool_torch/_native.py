@@ -65,7 +65,12 @@ def library() -> ctypes.CDLL:
             "graphpool_torch_frame_physical_bytes": [ctypes.c_int, ctypes.c_int, size_p],
             "graphpool_torch_physical_bytes": [size_p],
             "graphpool_torch_live_segments": [size_p],
-            "graphpool_torch_plan_bytes": [size_p, size_p],
+            "graphpool_torch_plan_bytes": [size_p, size_p, size_p],
+            "graphpool_torch_add_persistent": [ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t,
+                                               int_p],
+            "graphpool_torch_window_pages": [ctypes.c_int, ctypes.c_int, ctypes.c_int, size_p, size_p],
+            "graphpool_torch_page_bytes": [size_p],
+            "graphpool_torch_lay_out": [],
         }
         for name, arguments in signatures.items():
             function = getattr(lib, name)

@@ -62,10 +62,32 @@ class Plugin:
     def live_segments(self) -> int:
         return _native.size_out("graphpool_torch_live_segments")
 
-    def plan_bytes(self) -> tuple[int, int]:
-        footprint, bound = ctypes.c_size_t(0), ctypes.c_size_t(0)
-        _native.call("graphpool_torch_plan_bytes", ctypes.byref(footprint), ctypes.byref(bound))
-        return int(footprint.value), int(bound.value)
+    def plan_bytes(self) -> tuple[int, int, int]:
+        """(footprint, live bound, scratch) of the frames as planned now (see graphpool_torch_plan_bytes)."""
+        footprint, bound, scratch = ctypes.c_size_t(0), ctypes.c_size_t(0), ctypes.c_size_t(0)
+        _native.call("graphpool_torch_plan_bytes", ctypes.byref(footprint), ctypes.byref(bound), ctypes.byref(scratch))
+        return int(footprint.value), int(bound.value), int(scratch.value)
+
+    def add_persistent(self, chunk: int, slot: int, branch: int, blocks) -> int:
+        """Marks the blocks [(address, bytes)] that lie in (chunk, slot, branch)'s segments as persistent."""
+        added = ctypes.c_int(0)
+        count = 0
+        for address, size in blocks:
+            _native.call("graphpool_torch_add_persistent", chunk, slot, branch, ctypes.c_void_p(address), size,
+                         ctypes.byref(added))
+            count += added.value
+        return count
+
+    def window_pages(self, chunk: int, slot: int, branch: int) -> tuple[int, int]:
+        persistent, transient = ctypes.c_size_t(0), ctypes.c_size_t(0)
+        _native.call("graphpool_torch_window_pages", chunk, slot, branch, ctypes.byref(persistent), ctypes.byref(transient))
+        return int(persistent.value), int(transient.value)
+
+    def page_bytes(self) -> int:
+        return _native.size_out("graphpool_torch_page_bytes")
+
+    def lay_out(self) -> None:
+        _native.call("graphpool_torch_lay_out")
 
     def destroy(self) -> int:
         """Forgets the plug-in and frees its frames; returns the segments PyTorch still holds (their frames'

@@ -23,8 +23,15 @@ namespace {
 
 constexpr std::size_t granule = std::size_t{2} << 20;
 
+struct stand_in_block {
+  std::size_t size;
+  [[nodiscard]] std::size_t bytes() const { return size; }
+};
+
 // Address windows that are never dereferenced: each arena a distinct range, each window a distinct part.
 struct stand_in_arena {
+  using block_type = stand_in_block;
+
   static inline std::uintptr_t next_base = std::uintptr_t{1} << 40;
   static inline bool fail_next_ensure = false;
 
@@ -44,6 +51,12 @@ struct stand_in_arena {
     return reinterpret_cast<void*>(base_ + index * stride_);
   }
   [[nodiscard]] std::size_t physical_bytes() const { return mapped_; }
+  void remap(const std::vector<std::vector<graphpool::basic_page_run<stand_in_block>>>& runs) {
+    REQUIRE(runs.size() == windows_);
+    runs_ = runs;
+    mapped_ = 0;
+  }
+  std::vector<std::vector<graphpool::basic_page_run<stand_in_block>>> runs_;
 
   std::size_t windows_;
   std::size_t stride_;
@@ -54,10 +67,10 @@ struct stand_in_arena {
 using plugin = graphpool::bindings::torch_plugin<stand_in_arena>;
 
 std::unique_ptr<plugin> make_plugin(const std::vector<std::string>& schedules, std::size_t capacity = std::size_t{1} << 34) {
-  return std::make_unique<plugin>(0, std::vector<std::string>{"cp1", "cp2", "cp4"}, schedules, capacity, granule,
-                                  [](std::size_t windows, std::size_t window_capacity) {
-                                    return std::make_unique<stand_in_arena>(windows, window_capacity);
-                                  });
+  return std::make_unique<plugin>(
+      0, std::vector<std::string>{"cp1", "cp2", "cp4"}, schedules, capacity, granule,
+      [](std::size_t windows, std::size_t window_capacity) { return std::make_unique<stand_in_arena>(windows, window_capacity); },
+      [](std::size_t bytes) { return std::make_shared<const stand_in_block>(stand_in_block{bytes}); });
 }
 
 segment_source at(std::uint32_t chunk, std::uint32_t slot, std::uint32_t branch) {
@@ -93,8 +106,10 @@ TEST_CASE("torch plug-in: bad schedules and branches are refused, naming them", 
   CHECK_THROWS_WITH(make_plugin({"order=1,-1", "order=1,2,-2,-1"}), contains_text("every schedule must have the same chunks"));
   CHECK_THROWS_WITH(make_plugin({"order=1,,-1"}), contains_text("is empty"));
   const auto make = [](std::vector<std::string> branches) {
-    return plugin(0, std::move(branches), {"order=1,-1"}, granule, granule,
-                  [](std::size_t w, std::size_t c) { return std::make_unique<stand_in_arena>(w, c); });
+    return plugin(
+        0, std::move(branches), {"order=1,-1"}, granule, granule,
+        [](std::size_t w, std::size_t c) { return std::make_unique<stand_in_arena>(w, c); },
+        [](std::size_t bytes) { return std::make_shared<const stand_in_block>(stand_in_block{bytes}); });
   };
   CHECK_THROWS_WITH(make({}), contains_text("no branch given"));
   CHECK_THROWS_WITH(make({"a", "a"}), contains_text("'a' is given twice"));
@@ -135,9 +150,10 @@ TEST_CASE("torch plug-in: segments come from the selected branch's window; a fra
   // The plan over the measured sizes: both microbatches are alive at once, so two of the largest frame.
   std::size_t largest = 0;
   for (std::uint32_t branch = 0; branch < 3; ++branch) largest = std::max(largest, pool.used_bytes(at(0, 0, branch)));
-  const graphpool::plan::plan planned = p->measured_plan();
-  CHECK(planned.saved.footprint_bytes == 2 * graphpool::align_up(largest, granule));
-  CHECK(planned.saved.live_bound_bytes == planned.saved.footprint_bytes);
+  const auto planned = p->current_footprint();
+  CHECK(planned.planned == 2 * graphpool::align_up(largest, granule));
+  CHECK(planned.live_bound == planned.planned);
+  CHECK(planned.scratch == 0);
 }
 
 TEST_CASE("torch plug-in: giving segments back restarts a branch's window; foreign pointers are refused", "[torch]") {
@@ -178,4 +194,39 @@ TEST_CASE("torch plug-in: out-of-range sources, full windows and device errors l
   pool.deselect();
   CHECK_THROWS_WITH(pool.allocate(1), contains_text("no frame selected"));
   CHECK(pool.deallocate(a));
+}
+
+TEST_CASE("torch plug-in: lay-out maps persistent pages to planned frames and the rest to one shared scratch", "[torch]") {
+  const auto p = make_plugin({"order=1,1,-1,-1"});
+  auto& pool = p->pool();
+  // Slot 0, branch 0: five pages; a saved tensor in page 1 and one across pages 3 and 4.
+  pool.select(at(0, 0, 0));
+  auto* a = static_cast<std::byte*>(pool.allocate(5 * granule));
+  CHECK(pool.add_persistent(at(0, 0, 0), a + granule + 100, 1000));
+  CHECK(pool.add_persistent(at(0, 0, 0), a + 4 * granule - 10, 20));
+  CHECK_FALSE(pool.add_persistent(at(0, 0, 1), a, 10));        // not that source's segment
+  CHECK_FALSE(pool.add_persistent(at(0, 0, 0), a + 6 * granule, 10));  // outside every segment
+  CHECK(pool.persistent_pages(at(0, 0, 0)) == 3);
+  CHECK(pool.transient_pages(at(0, 0, 0)) == 2);
+  // Branch 1 of slot 0: two pages, both persistent. Slot 1, branch 2: four pages, one persistent.
+  pool.select(at(0, 0, 1));
+  auto* b = static_cast<std::byte*>(pool.allocate(2 * granule));
+  CHECK(pool.add_persistent(at(0, 0, 1), b, 2 * granule));
+  pool.select(at(0, 1, 2));
+  auto* c = static_cast<std::byte*>(pool.allocate(4 * granule));
+  CHECK(pool.add_persistent(at(0, 1, 2), c + 2 * granule, 1));
+
+  const auto footprint = p->lay_out();
+  CHECK(footprint.scratch == 3 * granule);                 // slot 1 branch 2 has the most transient pages
+  // Every slot captures the same graphs, so the plan sizes each slot's frame by the chunk's largest branch
+  // over the slots (3 pages); both microbatches are alive at once: 2 frames, plus the scratch.
+  CHECK(footprint.planned == 2 * 3 * granule + 3 * granule);
+  CHECK(footprint.live_bound == footprint.planned);
+  CHECK(pool.physical_bytes() == footprint.planned);
+  CHECK_THROWS_WITH(pool.select(at(0, 0, 0)), contains_text("laid out already"));
+
+  // The segments stay PyTorch's; giving them back after lay-out changes no mapping.
+  CHECK(pool.deallocate(a));
+  CHECK(pool.deallocate(b));
+  CHECK(pool.deallocate(c));
 }

@@ -11,8 +11,15 @@
 /// request never fails for want of a plan (only when the device is out of memory or the window's
 /// address space is exhausted).
 ///
-/// `Arena` is shared_window_arena (device memory, see memory/shared_physical_resource.hpp); host tests
-/// use a stand-in with the same members: ensure(bytes), window(index), physical_bytes().
+/// Once every capture is done, lay_out() maps each window anew, page by page: pages holding a byte that
+/// must live from a forward replay to its backward (add_persistent()) go to the frame's private pages,
+/// placed at the frame's planned offset in one block; every other page (what a replay writes and no
+/// later replay of another copy reads: transients, returned gradients) goes to one scratch block that
+/// every window shares, since graphs launched on one stream never run at once.
+///
+/// `Arena` is shared_window_arena (device memory, see memory/shared_window_arena.hpp); host tests use a
+/// stand-in with the same members: ensure(bytes), window(index), physical_bytes(), remap(runs) and
+/// `block_type` (made by the block factory).
 /// Thread-safety: every member may be called from several threads at once (frameworks free segments
 /// from whichever thread drops the last reference).
 
@@ -24,6 +31,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -32,6 +40,7 @@
 #include "graphpool/detail/format.hpp"
 #include "graphpool/error.hpp"
 #include "graphpool/ids.hpp"
+#include "graphpool/memory/page_run.hpp"
 
 namespace graphpool {
 
@@ -53,16 +62,25 @@ class segment_pool final {
  public:
   /// Makes the arena of one frame: `windows` windows (one per branch) of `capacity` bytes of address space.
   using arena_factory = std::function<std::unique_ptr<Arena>(std::size_t windows, std::size_t capacity)>;
+  using block_type = typename Arena::block_type;
+  /// Makes a physical block of `bytes` (a multiple of the page size) for lay_out().
+  using block_factory = std::function<std::shared_ptr<const block_type>(std::size_t bytes)>;
+  using run = basic_page_run<block_type>;
 
   /// Every segment starts on this boundary (what cudaMalloc guarantees and the caching allocator expects).
   static constexpr std::size_t segment_alignment = 512;
 
-  /// @brief `chunks` × `slots` frames, each an arena with one window of `window_capacity` bytes per branch.
-  /// Arenas are made on first use. @throws graphpool::error for no chunk, slot or branch, or a zero capacity.
-  segment_pool(arena_factory make_arena, int chunks, int slots, std::vector<std::string> branches,
-               std::size_t window_capacity)
-      : make_arena_(std::move(make_arena)), chunks_(chunks), slots_(slots), branches_(std::move(branches)),
-        window_capacity_(window_capacity) {
+  /// @brief `chunks` × `slots` frames, each an arena with one window of `window_capacity` bytes per branch;
+  /// physical memory comes in pages of `page_bytes`. Arenas are made when a source is first selected.
+  /// @throws graphpool::error for no chunk, slot or branch, a zero capacity or a page size that is not a
+  /// power of two.
+  segment_pool(arena_factory make_arena, block_factory make_block, int chunks, int slots, std::vector<std::string> branches,
+               std::size_t window_capacity, std::size_t page_bytes)
+      : make_arena_(std::move(make_arena)), make_block_(std::move(make_block)), chunks_(chunks), slots_(slots),
+        branches_(std::move(branches)), window_capacity_(window_capacity), page_bytes_(page_bytes) {
+    if (page_bytes == 0 || (page_bytes & (page_bytes - 1)) != 0) {
+      throw error("segment_pool: the page size " + std::to_string(page_bytes) + " is not a power of two");
+    }
     if (chunks < 1 || slots < 1 || branches_.empty()) {
       throw error("segment_pool: needs at least one chunk, one slot and one branch (got " + std::to_string(chunks) +
                   " chunks, " + std::to_string(slots) + " slots, " + std::to_string(branches_.size()) + " branches)");
@@ -72,17 +90,22 @@ class segment_pool final {
     for (frame& f : frames_) {
       f.used.assign(branches_.size(), 0);
       f.live.assign(branches_.size(), 0);
+      f.persistent.assign(branches_.size(), {});
     }
   }
 
   segment_pool(const segment_pool&) = delete;
   segment_pool& operator=(const segment_pool&) = delete;
 
-  /// @brief Segments asked for from now on come from `source`'s window.
-  /// @throws graphpool::error naming the chunk, slot or branch that is out of range.
+  /// @brief Segments asked for from now on come from `source`'s window (its frame's arena is made now,
+  /// outside any capture). @throws graphpool::error naming the chunk, slot or branch that is out of
+  /// range, or after lay_out().
   void select(segment_source source) {
     check(source);
     std::lock_guard<std::mutex> lock(mutex_);
+    if (laid_out_) throw error("segment_pool: the frames were laid out already; no source can be selected after lay_out()");
+    frame& f = frames_[index(source)];
+    if (!f.arena) f.arena = make_arena_(branches_.size(), window_capacity_);
     selected_ = source;
   }
 
@@ -109,7 +132,7 @@ class segment_pool final {
                   "(select a chunk, slot and branch first)");
     }
     if (bytes == 0) return nullptr;
-    const segment_source source = *selected_;
+    const segment_source source = *selected_;  // lay_out() clears the selection: no segment comes after it
     frame& f = frames_[index(source)];
     std::size_t& used = f.used[source.branch.index];
     const std::size_t start = align_up(used, segment_alignment);
@@ -118,7 +141,6 @@ class segment_pool final {
                   " but each window has " + detail::format_bytes(window_capacity_) +
                   " of address space; create the pool with a larger window capacity");
     }
-    if (!f.arena) f.arena = make_arena_(branches_.size(), window_capacity_);
     f.arena->ensure(start + bytes);
     void* segment = static_cast<std::byte*>(f.arena->window(source.branch.index)) + start;
     segments_.emplace(segment, live_segment{source, bytes});
@@ -138,8 +160,111 @@ class segment_pool final {
     const segment_source source = found->second.source;
     segments_.erase(found);
     frame& f = frames_[index(source)];
-    if (--f.live[source.branch.index] == 0) f.used[source.branch.index] = 0;
+    if (--f.live[source.branch.index] == 0 && !laid_out_) {
+      f.used[source.branch.index] = 0;
+      f.persistent[source.branch.index].clear();
+    }
     return true;
+  }
+
+  /// @brief Marks bytes [address, address + bytes) as alive from a forward replay to its backward, if
+  /// they lie in a segment of `source`. @return false (nothing marked) for bytes outside `source`'s
+  /// segments: frameworks list every live block, the pool keeps those of the source asked about.
+  bool add_persistent(segment_source source, const void* address, std::size_t bytes) {
+    check(source);
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto found = segments_.upper_bound(const_cast<void*>(address));
+    if (found == segments_.begin() || bytes == 0) return false;
+    --found;
+    const auto at = reinterpret_cast<std::uintptr_t>(address);
+    const auto start = reinterpret_cast<std::uintptr_t>(found->first);
+    const live_segment& segment = found->second;
+    if (segment.source.chunk != source.chunk || segment.source.slot != source.slot || segment.source.branch != source.branch ||
+        at + bytes > start + segment.bytes) {
+      return false;
+    }
+    frame& f = frames_[index(source)];
+    const auto window = reinterpret_cast<std::uintptr_t>(f.arena->window(source.branch.index));
+    const std::size_t offset = at - window;
+    for (std::size_t page = offset / page_bytes_; page <= (offset + bytes - 1) / page_bytes_; ++page) {
+      f.persistent[source.branch.index].insert(page);
+    }
+    return true;
+  }
+
+  /// @return pages of `source`'s window that hold persistent bytes.
+  [[nodiscard]] std::size_t persistent_pages(segment_source source) const {
+    check(source);
+    std::lock_guard<std::mutex> lock(mutex_);
+    return frames_[index(source)].persistent[source.branch.index].size();
+  }
+
+  /// @return pages of `source`'s window in use that hold no persistent byte.
+  [[nodiscard]] std::size_t transient_pages(segment_source source) const {
+    check(source);
+    std::lock_guard<std::mutex> lock(mutex_);
+    const frame& f = frames_[index(source)];
+    return used_pages(f, source.branch.index) - f.persistent[source.branch.index].size();
+  }
+
+  /// @brief Maps every window anew (see the class comment): the persistent pages of frame i at
+  /// `frame_offsets[i]` (chunk-major, then slot; whole pages) of one block of `persistent_bytes`, every
+  /// other used page on one shared scratch block. The frames' growable memory is released. Once, after
+  /// the captures and before any replay (contents are not carried over).
+  /// @throws graphpool::error when a frame's persistent pages do not fit before the next frame's offset
+  /// or the block's end, while a segment is being handed out, or a second time.
+  void lay_out(const std::vector<std::size_t>& frame_offsets, std::size_t persistent_bytes) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (laid_out_) throw error("segment_pool::lay_out: the frames were laid out already");
+    if (frame_offsets.size() != frames_.size()) {
+      throw error("segment_pool::lay_out: " + std::to_string(frame_offsets.size()) + " offsets for " +
+                  std::to_string(frames_.size()) + " frames");
+    }
+    std::size_t scratch_pages = 0;
+    for (const frame& f : frames_) {
+      for (std::size_t b = 0; b < branches_.size(); ++b) scratch_pages = std::max(scratch_pages, used_pages(f, b) - f.persistent[b].size());
+    }
+    std::shared_ptr<const block_type> persistent = persistent_bytes > 0 ? make_block_(persistent_bytes) : nullptr;
+    std::shared_ptr<const block_type> scratch = scratch_pages > 0 ? make_block_(scratch_pages * page_bytes_) : nullptr;
+    for (std::size_t i = 0; i < frames_.size(); ++i) {
+      frame& f = frames_[i];
+      if (!f.arena) continue;
+      std::vector<std::vector<run>> runs(branches_.size());
+      for (std::size_t b = 0; b < branches_.size(); ++b) {
+        std::size_t private_page = 0;
+        std::size_t scratch_page = 0;
+        for (std::size_t page = 0; page < used_pages(f, b); ++page) {
+          if (f.persistent[b].count(page) > 0) {
+            const std::size_t at = frame_offsets[i] + private_page++ * page_bytes_;
+            if (at + page_bytes_ > persistent_bytes) {
+              throw error("segment_pool::lay_out: frame " + std::to_string(i) + " (" + branches_[b] + ") needs " +
+                          std::to_string(f.persistent[b].size()) + " persistent page(s) from offset " +
+                          std::to_string(frame_offsets[i]) + ", past the block of " + std::to_string(persistent_bytes) + " bytes");
+            }
+            append_page(runs[b], page, page_bytes_, persistent, at);
+          } else {
+            append_page(runs[b], page, page_bytes_, scratch, scratch_page++ * page_bytes_);
+          }
+        }
+      }
+      f.arena->remap(runs);
+    }
+    blocks_ = {persistent, scratch};
+    scratch_bytes_ = scratch_pages * page_bytes_;
+    laid_out_ = true;
+    selected_.reset();
+  }
+
+  /// @return whether lay_out() has run.
+  [[nodiscard]] bool laid_out() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return laid_out_;
+  }
+
+  /// @return the shared scratch block's bytes after lay_out() (0 before).
+  [[nodiscard]] std::size_t scratch_bytes() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return scratch_bytes_;
   }
 
   /// @return bytes `source`'s branch has taken from its frame's window (its high-water mark since the
@@ -158,11 +283,12 @@ class segment_pool final {
     return f.arena ? f.arena->physical_bytes() : 0;
   }
 
-  /// @return the physical bytes of every frame.
+  /// @return the physical bytes of every frame (after lay_out(): the persistent and scratch blocks).
   [[nodiscard]] std::size_t physical_bytes() const {
     std::lock_guard<std::mutex> lock(mutex_);
     std::size_t total = 0;
     for (const frame& f : frames_) total += f.arena ? f.arena->physical_bytes() : 0;
+    for (const auto& block : blocks_) total += block ? block->bytes() : 0;
     return total;
   }
 
@@ -176,12 +302,14 @@ class segment_pool final {
   [[nodiscard]] int slots() const noexcept { return slots_; }
   [[nodiscard]] const std::vector<std::string>& branches() const noexcept { return branches_; }
   [[nodiscard]] std::size_t window_capacity() const noexcept { return window_capacity_; }
+  [[nodiscard]] std::size_t page_bytes() const noexcept { return page_bytes_; }
 
  private:
   struct frame {
     std::unique_ptr<Arena> arena;
     std::vector<std::size_t> used;  // per branch: the window's bump cursor
     std::vector<std::size_t> live;  // per branch: segments not yet given back
+    std::vector<std::set<std::size_t>> persistent;  // per branch: pages holding persistent bytes
   };
   struct live_segment {
     segment_source source;
@@ -198,19 +326,28 @@ class segment_pool final {
     if (source.branch.index >= branches_.size()) throw out("branch", source.branch.index, branches_.size());
   }
 
+  [[nodiscard]] std::size_t used_pages(const frame& f, std::size_t branch) const noexcept {
+    return (f.used[branch] + page_bytes_ - 1) / page_bytes_;
+  }
+
   [[nodiscard]] std::size_t index(segment_source source) const noexcept {
     return static_cast<std::size_t>(source.chunk.index) * static_cast<std::size_t>(slots_) + source.slot.index;
   }
 
   arena_factory make_arena_;
+  block_factory make_block_;
   int chunks_;
   int slots_;
   std::vector<std::string> branches_;
   std::size_t window_capacity_;
+  std::size_t page_bytes_;
   mutable std::mutex mutex_;
   std::vector<frame> frames_;  // chunk-major, then slot
   std::map<void*, live_segment> segments_;
   std::optional<segment_source> selected_;
+  bool laid_out_ = false;
+  std::vector<std::shared_ptr<const block_type>> blocks_;  // after lay_out(): persistent, scratch
+  std::size_t scratch_bytes_ = 0;
 };
 
 }  // namespace graphpool

@@ -1,0 +1,285 @@
+#pragma once
+/// @file shared_window_arena.hpp
+/// @brief One arena seen through several address windows over the same physical pages (CUDA virtual
+/// memory management), and physical blocks windows can be re-pointed at page by page.
+
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "graphpool/alignment.hpp"
+#include "graphpool/detail/format.hpp"
+#include "graphpool/error.hpp"
+#include "graphpool/memory/page_run.hpp"
+#include "graphpool/memory/vmm_driver.hpp"
+
+namespace graphpool {
+
+namespace detail {
+
+[[nodiscard]] inline CUmemAllocationProp device_allocation(int device) noexcept {
+  CUmemAllocationProp prop{};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = device;
+  return prop;
+}
+
+/// cuMemCreate of `bytes` on `device`; when the device cannot provide them, an error from `who` saying
+/// `what` the memory was for and how much the device had free.
+[[nodiscard]] inline CUmemGenericAllocationHandle create_physical(const vmm_driver& driver, int device, std::size_t bytes,
+                                                                  const char* who, const std::string& what) {
+  CUmemGenericAllocationHandle handle{};
+  const CUmemAllocationProp prop = device_allocation(device);
+  const CUresult created = driver.mem_create(&handle, bytes, &prop, 0);
+  if (created != CUDA_SUCCESS) {
+    std::size_t free_bytes = 0;
+    std::size_t total_bytes = 0;
+    static_cast<void>(cudaMemGetInfo(&free_bytes, &total_bytes));
+    static_cast<void>(cudaGetLastError());
+    throw error(std::string(who) + ": cannot create " + format_bytes(bytes) + " of physical memory " + what + " (cuMemCreate: " +
+                    driver.describe(created) + "); the device has " + format_bytes(free_bytes) + " free of " +
+                    format_bytes(total_bytes),
+                static_cast<int>(created));
+  }
+  return handle;
+}
+
+inline void report_in_destructor(CUresult status, const char* what) noexcept {
+  if (status != CUDA_SUCCESS) std::fprintf(stderr, "graphpool: %s failed in a destructor: %d\n", what, static_cast<int>(status));
+}
+
+}  // namespace detail
+
+/// @brief Physical device memory from one cuMemCreate, for shared_window_arena::remap to map windows onto.
+/// Released when the last arena mapping it and its owner are gone (hold it by shared_ptr).
+class physical_block final {
+ public:
+  /// @brief `bytes` (a multiple of the granularity) on `device`. @throws graphpool::error when the device
+  /// cannot provide them, saying how much it had free.
+  physical_block(int device, std::size_t bytes)
+      : driver_(detail::vmm_driver::get()), bytes_(bytes),
+        handle_(detail::create_physical(driver_, device, bytes, "physical_block", "for a block")) {}
+  physical_block(const physical_block&) = delete;
+  physical_block& operator=(const physical_block&) = delete;
+  ~physical_block() { detail::report_in_destructor(driver_.mem_release(handle_), "cuMemRelease"); }
+
+  [[nodiscard]] CUmemGenericAllocationHandle handle() const noexcept { return handle_; }
+  [[nodiscard]] std::size_t bytes() const noexcept { return bytes_; }
+
+ private:
+  const detail::vmm_driver& driver_;
+  std::size_t bytes_;
+  CUmemGenericAllocationHandle handle_;
+};
+
+/// @brief Bytes [window_offset, window_offset + bytes) of a window mapped to [block_offset, ...) of `block`.
+using page_run = basic_page_run<physical_block>;
+
+/// @brief One arena seen through several address windows that map the same physical chunks.
+///
+/// Window i starts at `window(i)`; bytes written through one window are read through every other.
+/// Windows are separated by at least one unmapped granule, so a write past the end of a window faults
+/// instead of landing, silently, at the start of the next window (the same physical memory).
+/// `ensure(bytes)` creates physical chunks and maps them into every window until `bytes` are backed;
+/// it may be called during a stream capture (the driver allows it; measured on an H200). Addresses handed
+/// out stay valid until destruction; remap() changes which physical pages are behind them, window by
+/// window (for memory whose contents do not matter yet, e.g. captured but never replayed graphs).
+///
+/// Thread-safety: every member may be called from several threads at once.
+class shared_window_arena final {
+ public:
+  using block_type = physical_block;
+
+  /// @brief Reserves `windows` windows of `capacity` bytes of address space each on `device`; maps nothing yet.
+  shared_window_arena(int device, std::size_t windows, std::size_t capacity, std::size_t alignment = 0)
+      : driver_(detail::vmm_driver::get()), device_(device), windows_(windows) {
+    if (windows == 0) throw error("shared_window_arena: at least one window is needed");
+    CUmemAllocationProp prop = allocation_prop();
+    std::size_t granularity = 0;
+    check(driver_.granularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM), "cuMemGetAllocationGranularity");
+    granularity_ = granularity;
+    const std::size_t window_alignment = std::max(granularity_, alignment);
+    capacity_ = align_up(std::max<std::size_t>(capacity, 1), window_alignment);
+    stride_ = capacity_ + window_alignment;  // the gap: never mapped
+    CUdeviceptr base = 0;
+    check(driver_.address_reserve(&base, stride_ * windows_, window_alignment, 0, 0),
+          "reserving " + detail::format_bytes(stride_ * windows_) + " of address space (cuMemAddressReserve)");
+    base_ = base;
+  }
+
+  shared_window_arena(const shared_window_arena&) = delete;
+  shared_window_arena& operator=(const shared_window_arena&) = delete;
+  shared_window_arena(shared_window_arena&&) = delete;
+  shared_window_arena& operator=(shared_window_arena&&) = delete;
+
+  /// @brief Unmaps every window, releases every chunk and the address space; never throws.
+  ~shared_window_arena() {
+    unmap_chunks();
+    for (const chunk& c : chunks_) detail::report_in_destructor(driver_.mem_release(c.handle), "cuMemRelease");
+    unmap_runs(runs_);
+    detail::report_in_destructor(driver_.address_free(base_, stride_ * windows_), "cuMemAddressFree");
+  }
+
+  /// @brief Backs at least `bytes` of every window with physical memory (rounded up to the granularity).
+  /// @throws graphpool::error beyond the window capacity, or when the device cannot provide the memory
+  /// (saying how much was asked and how much the device had free). Nothing is left half-mapped.
+  void ensure(std::size_t bytes) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (bytes <= mapped_) return;
+    if (bytes > capacity_) {
+      throw error("shared_window_arena: " + detail::format_bytes(bytes) + " asked of a window of " +
+                  detail::format_bytes(capacity_) + "; create the arena with a larger capacity");
+    }
+    if (!runs_.empty()) throw error("shared_window_arena: cannot grow an arena after remap()");
+    chunk grown{0, mapped_, align_up(bytes, granularity_) - mapped_};
+    grown.handle = detail::create_physical(driver_, device_, grown.bytes, "shared_window_arena",
+                                           "to grow the arena from " + detail::format_bytes(mapped_) + " to " +
+                                               detail::format_bytes(mapped_ + grown.bytes));
+    std::size_t mapped_windows = 0;
+    try {
+      for (; mapped_windows < windows_; ++mapped_windows) map_readwrite(address(mapped_windows, grown.offset), grown.bytes, grown.handle, 0);
+    } catch (...) {
+      for (std::size_t w = 0; w < mapped_windows; ++w) {
+        detail::report_in_destructor(driver_.unmap(address(w, grown.offset), grown.bytes), "cuMemUnmap");
+      }
+      detail::report_in_destructor(driver_.mem_release(grown.handle), "cuMemRelease");
+      throw;
+    }
+    chunks_.push_back(grown);
+    mapped_ += grown.bytes;
+  }
+
+  /// @brief Maps window w's bytes anew: `runs[w]` lists where its pages go (offsets and sizes multiples
+  /// of the granularity, inside the window). The arena's own chunks are unmapped from every window and
+  /// released; the blocks of the runs are held until destruction, and physical_bytes() is 0 after (the
+  /// blocks are the memory). Contents are not carried over. Once per arena.
+  /// @throws graphpool::error for a run outside its window, unaligned, or past its block's end, or when
+  /// the driver refuses a mapping; the arena is then as it was.
+  void remap(const std::vector<std::vector<page_run>>& runs) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!runs_.empty()) throw error("shared_window_arena: remap() was called already");
+    if (runs.size() != windows_) {
+      throw error("shared_window_arena::remap: " + std::to_string(runs.size()) + " lists of runs for " +
+                  std::to_string(windows_) + " windows; give one per window");
+    }
+    std::vector<mapped_run> placed;
+    for (std::size_t w = 0; w < windows_; ++w) {
+      for (const page_run& run : runs[w]) {
+        if (!run.block || run.bytes == 0 || run.window_offset % granularity_ != 0 || run.block_offset % granularity_ != 0 ||
+            run.bytes % granularity_ != 0 || run.window_offset + run.bytes > capacity_ ||
+            run.block_offset + run.bytes > run.block->bytes()) {
+          throw error("shared_window_arena::remap: window " + std::to_string(w) + " run at " +
+                      detail::format_bytes(run.window_offset) + " of " + detail::format_bytes(run.bytes) +
+                      " is empty, unaligned to " + detail::format_bytes(granularity_) + ", or outside its window or block");
+        }
+      }
+    }
+    unmap_chunks();
+    try {
+      for (std::size_t w = 0; w < windows_; ++w) {
+        for (const page_run& run : runs[w]) {
+          map_readwrite(address(w, run.window_offset), run.bytes, run.block->handle(), run.block_offset);
+          placed.push_back({address(w, run.window_offset), run.bytes, run.block});
+        }
+      }
+    } catch (...) {
+      unmap_runs(placed);
+      for (std::size_t w = 0; w < windows_; ++w) {
+        for (const chunk& c : chunks_) map_readwrite(address(w, c.offset), c.bytes, c.handle, 0);
+      }
+      throw;
+    }
+    for (const chunk& c : chunks_) detail::report_in_destructor(driver_.mem_release(c.handle), "cuMemRelease");
+    chunks_.clear();
+    mapped_ = 0;
+    runs_ = std::move(placed);
+  }
+
+  /// @return the start of window `index`.
+  [[nodiscard]] void* window(std::size_t index) const noexcept {
+    return reinterpret_cast<void*>(static_cast<std::uintptr_t>(address(index, 0)));
+  }
+  [[nodiscard]] std::size_t windows() const noexcept { return windows_; }
+  /// @return the address space of each window.
+  [[nodiscard]] std::size_t capacity() const noexcept { return capacity_; }
+  /// @return the physical bytes backing the arena (shared by every window).
+  [[nodiscard]] std::size_t physical_bytes() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return mapped_;
+  }
+  /// @return the allocation granularity physical memory grows by.
+  [[nodiscard]] std::size_t granularity() const noexcept { return granularity_; }
+
+ private:
+  struct chunk {
+    CUmemGenericAllocationHandle handle;
+    std::size_t offset;
+    std::size_t bytes;
+  };
+
+  struct mapped_run {
+    CUdeviceptr at;
+    std::size_t bytes;
+    std::shared_ptr<const physical_block> block;
+  };
+
+  [[nodiscard]] CUmemAllocationProp allocation_prop() const noexcept { return detail::device_allocation(device_); }
+
+  void map_readwrite(CUdeviceptr at, std::size_t bytes, CUmemGenericAllocationHandle handle, std::size_t offset) {
+    check(driver_.map(at, bytes, offset, handle, 0), "cuMemMap");
+    CUmemAccessDesc access{};
+    access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    access.location.id = device_;
+    access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    const CUresult access_status = driver_.set_access(at, bytes, &access, 1);
+    if (access_status != CUDA_SUCCESS) {
+      detail::report_in_destructor(driver_.unmap(at, bytes), "cuMemUnmap");
+      check(access_status, "cuMemSetAccess");
+    }
+  }
+
+  void unmap_chunks() noexcept {
+    for (std::size_t w = 0; w < windows_; ++w) {
+      for (const chunk& c : chunks_) detail::report_in_destructor(driver_.unmap(address(w, c.offset), c.bytes), "cuMemUnmap");
+    }
+  }
+
+  void unmap_runs(const std::vector<mapped_run>& runs) noexcept {
+    for (const mapped_run& run : runs) detail::report_in_destructor(driver_.unmap(run.at, run.bytes), "cuMemUnmap");
+  }
+
+  [[nodiscard]] CUdeviceptr address(std::size_t window, std::size_t offset) const noexcept {
+    return base_ + static_cast<CUdeviceptr>(window * stride_ + offset);
+  }
+
+  void check(CUresult status, const std::string& what) const {
+    if (status != CUDA_SUCCESS) {
+      throw error("shared_window_arena on device " + std::to_string(device_) + ": " + what + " failed with " +
+                      driver_.describe(status),
+                  static_cast<int>(status));
+    }
+  }
+
+  const detail::vmm_driver& driver_;
+  int device_;
+  std::size_t windows_;
+  std::size_t granularity_ = 0;
+  std::size_t capacity_ = 0;
+  std::size_t stride_ = 0;  // from one window's start to the next: the capacity and an unmapped gap
+  CUdeviceptr base_ = 0;
+  mutable std::mutex mutex_;
+  std::vector<chunk> chunks_;
+  std::size_t mapped_ = 0;
+  std::vector<mapped_run> runs_;  // after remap(): what every window maps, and the blocks that keep it alive
+};
+
+}  // namespace graphpool
