@@ -119,7 +119,9 @@ graphpool_status graphpool_torch_create(int device, const char* const* branches,
         [device](std::size_t windows, std::size_t capacity) {
           return std::make_unique<graphpool::shared_window_arena>(device, windows, capacity);
         },
-        [device](std::size_t bytes) { return std::make_shared<const graphpool::physical_block>(device, bytes); });
+        [device, granularity](std::size_t bytes) {
+          return std::make_shared<const graphpool::physical_block>(device, bytes, granularity);
+        });
   });
 }
 

@@ -212,6 +212,8 @@ def test_a_failed_capture_leaves_pytorch_as_it_was(how):
     for p, g in zip(module.parameters(), marker):
         p.grad = g
     inputs = samples()
+    gc.collect()  # what earlier tests left in reference cycles is not this test's to count
+    torch.cuda.synchronize()
     gc_was = gc.isenabled()
     cpu_rng, cuda_rng = torch.get_rng_state(), torch.cuda.get_rng_state()
     allocated = torch.cuda.memory_allocated()

@@ -59,26 +59,52 @@ inline void report_in_destructor(CUresult status, const char* what) noexcept {
 
 }  // namespace detail
 
-/// @brief Physical device memory from one cuMemCreate, for shared_window_arena::remap to map windows onto.
-/// Released when the last arena mapping it and its owner are gone (hold it by shared_ptr).
+/// @brief Physical device memory in pages, for shared_window_arena::remap to map windows onto.
+///
+/// One cuMemCreate per page: the driver maps a physical allocation only from its start (cuMemMap's
+/// offset must be 0), so a window can point page by page into a block only when every page is an
+/// allocation of its own. Released when the last arena mapping it and its owner are gone (hold it by
+/// shared_ptr).
 class physical_block final {
  public:
-  /// @brief `bytes` (a multiple of the granularity) on `device`. @throws graphpool::error when the device
-  /// cannot provide them, saying how much it had free.
-  physical_block(int device, std::size_t bytes)
-      : driver_(detail::vmm_driver::get()), bytes_(bytes),
-        handle_(detail::create_physical(driver_, device, bytes, "physical_block", "for a block")) {}
+  /// @brief `bytes` (a multiple of `page_bytes`, the granularity) on `device`. @throws graphpool::error
+  /// when the device cannot provide them, saying how much it had free; nothing is kept then.
+  physical_block(int device, std::size_t bytes, std::size_t page_bytes)
+      : driver_(detail::vmm_driver::get()), bytes_(bytes), page_bytes_(page_bytes) {
+    if (page_bytes == 0 || bytes % page_bytes != 0) {
+      throw error("physical_block: " + detail::format_bytes(bytes) + " is not a whole number of " +
+                  detail::format_bytes(page_bytes) + " pages");
+    }
+    try {
+      for (std::size_t at = 0; at < bytes; at += page_bytes) {
+        pages_.push_back(detail::create_physical(driver_, device, page_bytes, "physical_block",
+                                                 "for page " + std::to_string(at / page_bytes) + " of a block of " +
+                                                     detail::format_bytes(bytes)));
+      }
+    } catch (...) {
+      release();
+      throw;
+    }
+  }
   physical_block(const physical_block&) = delete;
   physical_block& operator=(const physical_block&) = delete;
-  ~physical_block() { detail::report_in_destructor(driver_.mem_release(handle_), "cuMemRelease"); }
+  ~physical_block() { release(); }
 
-  [[nodiscard]] CUmemGenericAllocationHandle handle() const noexcept { return handle_; }
+  /// @return the allocation of the page at byte `offset` (a multiple of the page size).
+  [[nodiscard]] CUmemGenericAllocationHandle page(std::size_t offset) const { return pages_.at(offset / page_bytes_); }
   [[nodiscard]] std::size_t bytes() const noexcept { return bytes_; }
+  [[nodiscard]] std::size_t page_bytes() const noexcept { return page_bytes_; }
 
  private:
+  void release() noexcept {
+    for (CUmemGenericAllocationHandle handle : pages_) detail::report_in_destructor(driver_.mem_release(handle), "cuMemRelease");
+    pages_.clear();
+  }
+
   const detail::vmm_driver& driver_;
   std::size_t bytes_;
-  CUmemGenericAllocationHandle handle_;
+  std::size_t page_bytes_;
+  std::vector<CUmemGenericAllocationHandle> pages_;
 };
 
 /// @brief Bytes [window_offset, window_offset + bytes) of a window mapped to [block_offset, ...) of `block`.
@@ -176,7 +202,7 @@ class shared_window_arena final {
       for (const page_run& run : runs[w]) {
         if (!run.block || run.bytes == 0 || run.window_offset % granularity_ != 0 || run.block_offset % granularity_ != 0 ||
             run.bytes % granularity_ != 0 || run.window_offset + run.bytes > capacity_ ||
-            run.block_offset + run.bytes > run.block->bytes()) {
+            run.block_offset + run.bytes > run.block->bytes() || run.block->page_bytes() != granularity_) {
           throw error("shared_window_arena::remap: window " + std::to_string(w) + " run at " +
                       detail::format_bytes(run.window_offset) + " of " + detail::format_bytes(run.bytes) +
                       " is empty, unaligned to " + detail::format_bytes(granularity_) + ", or outside its window or block");
@@ -187,8 +213,10 @@ class shared_window_arena final {
     try {
       for (std::size_t w = 0; w < windows_; ++w) {
         for (const page_run& run : runs[w]) {
-          map_readwrite(address(w, run.window_offset), run.bytes, run.block->handle(), run.block_offset);
-          placed.push_back({address(w, run.window_offset), run.bytes, run.block});
+          for (std::size_t at = 0; at < run.bytes; at += granularity_) {  // a page is an allocation of its own
+            map_readwrite(address(w, run.window_offset + at), granularity_, run.block->page(run.block_offset + at), 0);
+            placed.push_back({address(w, run.window_offset + at), granularity_, run.block});
+          }
         }
       }
     } catch (...) {
