@@ -58,7 +58,8 @@ graphpool_status graphpool_torch_deselect(void);
 /* Bytes (chunk, slot, branch) has taken from its window. */
 graphpool_status graphpool_torch_used_bytes(int chunk, int slot, int branch, size_t* bytes);
 
-/* Physical bytes behind the (chunk, slot) frame (its largest branch), and behind every frame. */
+/* Physical bytes behind the (chunk, slot) frame (its largest branch; 0 after graphpool_torch_lay_out, when
+ * the frames' memory is the planned block and the scratch), and behind every frame (both blocks after it). */
 graphpool_status graphpool_torch_frame_physical_bytes(int chunk, int slot, size_t* bytes);
 graphpool_status graphpool_torch_physical_bytes(size_t* bytes);
 

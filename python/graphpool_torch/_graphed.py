@@ -292,6 +292,7 @@ class GraphedVariants:
             copy.release()
         self._copies.clear()
         self._claims = {}
+        self._samples = {}  # the sample arguments were for the captures
         gc.collect()
         torch.cuda.synchronize(self.device)
         return self._plugin.destroy()

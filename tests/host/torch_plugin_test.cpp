@@ -230,3 +230,23 @@ TEST_CASE("torch plug-in: lay-out maps persistent pages to planned frames and th
   CHECK(pool.deallocate(b));
   CHECK(pool.deallocate(c));
 }
+
+TEST_CASE("liveness runs: persistent pages packed from the frame's offset, the rest packed on the scratch", "[torch]") {
+  const auto persistent = std::make_shared<const stand_in_block>(stand_in_block{10 * granule});
+  const auto scratch = std::make_shared<const stand_in_block>(stand_in_block{4 * granule});
+  // Pages 0..5 used; 1, 3 and 4 persistent: runs 0→scratch 0, 1→frame+0, 2→scratch 1, 3..4→frame+1..2, 5→scratch 2.
+  const auto runs = graphpool::liveness_runs<stand_in_block>(6, {1, 3, 4}, persistent, 4 * granule, scratch, granule, "w");
+  REQUIRE(runs.size() == 5);
+  const std::vector<std::size_t> window{0, 1, 2, 3, 5};
+  const std::vector<const stand_in_block*> blocks{scratch.get(), persistent.get(), scratch.get(), persistent.get(), scratch.get()};
+  const std::vector<std::size_t> offset{0, 4, 1, 5, 2};
+  const std::vector<std::size_t> pages{1, 1, 1, 2, 1};
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    CHECK(runs[i].window_offset == window[i] * granule);
+    CHECK(runs[i].block.get() == blocks[i]);
+    CHECK(runs[i].block_offset == offset[i] * granule);
+    CHECK(runs[i].bytes == pages[i] * granule);
+  }
+  CHECK_THROWS_WITH(graphpool::liveness_runs<stand_in_block>(6, {1, 3, 4}, persistent, 8 * granule, scratch, granule, "frame 3"),
+                    contains_text("frame 3: 3 persistent page(s) from offset"));
+}

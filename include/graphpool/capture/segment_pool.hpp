@@ -211,8 +211,8 @@ class segment_pool final {
   /// `frame_offsets[i]` (chunk-major, then slot; whole pages) of one block of `persistent_bytes`, every
   /// other used page on one shared scratch block. The frames' growable memory is released. Once, after
   /// the captures and before any replay (contents are not carried over).
-  /// @throws graphpool::error when a frame's persistent pages do not fit before the next frame's offset
-  /// or the block's end, while a segment is being handed out, or a second time.
+  /// @throws graphpool::error when a frame's persistent pages run past the block's end, or a second
+  /// time; frames remapped before an error stay remapped (make a new pool and capture again).
   void lay_out(const std::vector<std::size_t>& frame_offsets, std::size_t persistent_bytes) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (laid_out_) throw error("segment_pool::lay_out: the frames were laid out already");
@@ -229,23 +229,10 @@ class segment_pool final {
     for (std::size_t i = 0; i < frames_.size(); ++i) {
       frame& f = frames_[i];
       if (!f.arena) continue;
-      std::vector<std::vector<run>> runs(branches_.size());
+      std::vector<std::vector<run>> runs;
       for (std::size_t b = 0; b < branches_.size(); ++b) {
-        std::size_t private_page = 0;
-        std::size_t scratch_page = 0;
-        for (std::size_t page = 0; page < used_pages(f, b); ++page) {
-          if (f.persistent[b].count(page) > 0) {
-            const std::size_t at = frame_offsets[i] + private_page++ * page_bytes_;
-            if (at + page_bytes_ > persistent_bytes) {
-              throw error("segment_pool::lay_out: frame " + std::to_string(i) + " (" + branches_[b] + ") needs " +
-                          std::to_string(f.persistent[b].size()) + " persistent page(s) from offset " +
-                          std::to_string(frame_offsets[i]) + ", past the block of " + std::to_string(persistent_bytes) + " bytes");
-            }
-            append_page(runs[b], page, page_bytes_, persistent, at);
-          } else {
-            append_page(runs[b], page, page_bytes_, scratch, scratch_page++ * page_bytes_);
-          }
-        }
+        runs.push_back(liveness_runs(used_pages(f, b), f.persistent[b], persistent, frame_offsets[i], scratch, page_bytes_,
+                                     "segment_pool::lay_out: frame " + std::to_string(i) + " (" + branches_[b] + ")"));
       }
       f.arena->remap(runs);
     }
