@@ -203,6 +203,14 @@ graphpool_status graphpool_torch_page_bytes(size_t* bytes) {
   return with_plugin([&](plugin& p) { out(bytes, "bytes") = p.pool().page_bytes(); });
 }
 
+graphpool_status graphpool_torch_frame_range(int chunk, int slot, size_t* offset, size_t* bytes) {
+  return with_plugin([&](plugin& p) {
+    const auto [at, size] = p.frame_range(chunk, slot);
+    out(offset, "offset") = at;
+    out(bytes, "bytes") = size;
+  });
+}
+
 graphpool_status graphpool_torch_lay_out(void) {
   return with_plugin([&](plugin& p) { static_cast<void>(p.lay_out()); });
 }

@@ -96,7 +96,23 @@ class torch_plugin {
       offsets[static_cast<std::size_t>(f.chunk * shape_.slots + f.slot)] = f.offset;
     }
     pool_.lay_out(offsets, planned.saved.footprint_bytes);
+    frame_ranges_.assign(offsets.size(), {0, 0});
+    for (const plan::planned_frame& f : planned.frames) {
+      frame_ranges_[static_cast<std::size_t>(f.chunk * shape_.slots + f.slot)] = {f.offset, f.bytes};
+    }
     return current_footprint();
+  }
+
+  /// @return the (offset, bytes) of the (chunk, slot) frame's persistent pages in the planned block:
+  /// frames whose ranges overlap share memory, so they must never be alive together.
+  /// @throws graphpool::error before lay_out(), or for a chunk or slot out of range.
+  [[nodiscard]] std::pair<std::size_t, std::size_t> frame_range(int chunk, int slot) const {
+    if (frame_ranges_.empty()) throw error("the frames are not laid out yet (after the captures, lay_out())");
+    if (chunk < 0 || chunk >= shape_.chunks || slot < 0 || slot >= shape_.slots) {
+      throw error("chunk " + std::to_string(chunk) + ", slot " + std::to_string(slot) + " is out of range; there are " +
+                  std::to_string(shape_.chunks) + " chunk(s) of " + std::to_string(shape_.slots) + " slot(s) (0-based)");
+    }
+    return frame_ranges_[static_cast<std::size_t>(chunk * shape_.slots + slot)];
   }
 
  private:
@@ -146,6 +162,7 @@ class torch_plugin {
   std::vector<plan::schedule> schedules_;
   plan::plan shape_;
   pool_type pool_;
+  std::vector<std::pair<std::size_t, std::size_t>> frame_ranges_;  // after lay_out(): per frame, chunk-major
 };
 
 }  // namespace graphpool::bindings

@@ -81,6 +81,10 @@ graphpool_status graphpool_torch_page_bytes(size_t* bytes);
  * then the plan plus the scratch. No segment can be handed out after it. */
 graphpool_status graphpool_torch_lay_out(void);
 
+/* After graphpool_torch_lay_out: the (chunk, slot) frame's persistent pages as [offset, offset + bytes) of
+ * the planned block. Frames whose ranges overlap share memory (the plan found them never alive together). */
+graphpool_status graphpool_torch_frame_range(int chunk, int slot, size_t* offset, size_t* bytes);
+
 /* What the frames take, as planned over the schedules: before graphpool_torch_lay_out every used page of
  * each frame's largest branch; after it the persistent pages plus the scratch. `live_bound`: no plan of
  * those frames is smaller; `scratch`: the shared scratch block (0 before lay-out). */

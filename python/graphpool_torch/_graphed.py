@@ -124,6 +124,8 @@ class GraphedVariants:
             start = time.perf_counter()
             self._capture_all(warmup)
             self._plugin.lay_out()
+            self._ranges = {(c, s): self._plugin.frame_range(c, s)
+                            for c in range(self._plugin.chunks) for s in range(self._plugin.slots)}
             torch.cuda.synchronize(self.device)
             torch.cuda.empty_cache()  # the warm-ups' blocks (cuBLAS workspaces stay with their handles)
             self.capture_seconds = time.perf_counter() - start
@@ -219,16 +221,22 @@ class GraphedVariants:
         return outputs[0] if copy.single_output else outputs
 
     def _claim(self, chunk: int, slot: int, microbatch: int, branch: int):
-        held = self._claims.get((chunk, slot))
-        if held is not None:
-            other_microbatch, other_branch = held
-            raise GraphpoolError(
-                f"graphpool_torch: the forward of chunk {chunk} microbatch {microbatch} ({self.variants[branch]}) would "
-                f"replay slot {slot}, whose memory microbatch {other_microbatch} ({self.variants[other_branch]}) still "
-                "needs for its pending backward; run that backward first, or capture with more microbatches in flight")
-        claim = (chunk, slot, microbatch, branch)
+        # A frame is held from its forward to its backward; a forward may not replay a frame that is held,
+        # nor one whose planned pages overlap a held frame's (the plan shares them between frames it
+        # found never alive together: a runtime off its schedule would overwrite them).
+        start, size = self._ranges[chunk, slot]
+        for (other_chunk, other_slot), (other_microbatch, other_branch) in self._claims.items():
+            other_start, other_size = self._ranges[other_chunk, other_slot]
+            same = (other_chunk, other_slot) == (chunk, slot)
+            if same or (start < other_start + other_size and other_start < start + size):
+                where = f"slot {slot}" if same else f"slot {slot}, whose memory the plan shares with chunk {other_chunk} slot {other_slot}"
+                raise GraphpoolError(
+                    f"graphpool_torch: the forward of chunk {chunk} microbatch {microbatch} ({self.variants[branch]}) "
+                    f"would replay {where}; microbatch {other_microbatch} ({self.variants[other_branch]}) of chunk "
+                    f"{other_chunk} still needs that memory for its pending backward; run that backward first, or "
+                    "capture with the schedules this step follows")
         self._claims[chunk, slot] = (microbatch, branch)
-        return claim
+        return (chunk, slot, microbatch, branch)
 
     def _replay_forward(self, copy: CapturedCopy, inputs: tuple) -> None:
         for static, given in zip(copy.static_inputs, inputs):

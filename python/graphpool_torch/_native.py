@@ -71,6 +71,7 @@ def library() -> ctypes.CDLL:
             "graphpool_torch_window_pages": [ctypes.c_int, ctypes.c_int, ctypes.c_int, size_p, size_p],
             "graphpool_torch_page_bytes": [size_p],
             "graphpool_torch_lay_out": [],
+            "graphpool_torch_frame_range": [ctypes.c_int, ctypes.c_int, size_p, size_p],
         }
         for name, arguments in signatures.items():
             function = getattr(lib, name)

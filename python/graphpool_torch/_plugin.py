@@ -89,6 +89,12 @@ class Plugin:
     def lay_out(self) -> None:
         _native.call("graphpool_torch_lay_out")
 
+    def frame_range(self, chunk: int, slot: int) -> tuple[int, int]:
+        """(offset, bytes) of the frame's persistent pages in the planned block (after lay_out())."""
+        offset, size = ctypes.c_size_t(0), ctypes.c_size_t(0)
+        _native.call("graphpool_torch_frame_range", chunk, slot, ctypes.byref(offset), ctypes.byref(size))
+        return int(offset.value), int(size.value)
+
     def destroy(self) -> int:
         """Forgets the plug-in and frees its frames; returns the segments PyTorch still holds (their frames'
         memory goes back when the last of them is freed)."""

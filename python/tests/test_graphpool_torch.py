@@ -178,8 +178,8 @@ def test_the_guard_catches_a_replay_over_a_pending_backward(monkeypatch):
     try:
         x = torch.randn(TOKENS["cp2"], HIDDEN, device="cuda")
         pending = graphed(x, microbatch=0)
-        with pytest.raises(GraphpoolError, match=r"microbatch 0 \(cp1\) would replay slot 0, whose memory "
-                                                 r"microbatch 0 \(cp2\) still needs for its pending backward"):
+        with pytest.raises(GraphpoolError, match=r"microbatch 0 \(cp1\) would replay slot 0; microbatch 0 \(cp2\) "
+                                                 r"of chunk 0 still needs that memory for its pending backward"):
             graphed(torch.randn(TOKENS["cp1"], HIDDEN, device="cuda"), microbatch=0)
         pending.sum().backward()
         graphed(x).sum().backward()  # after the backward the slot is free again

@@ -216,7 +216,14 @@ TEST_CASE("torch plug-in: lay-out maps persistent pages to planned frames and th
   auto* c = static_cast<std::byte*>(pool.allocate(4 * granule));
   CHECK(pool.add_persistent(at(0, 1, 2), c + 2 * granule, 1));
 
+  CHECK_THROWS_WITH(p->frame_range(0, 0), contains_text("not laid out yet"));
   const auto footprint = p->lay_out();
+  const auto first = p->frame_range(0, 0);
+  const auto second = p->frame_range(0, 1);
+  CHECK(first.second == 3 * granule);
+  CHECK(second.second == 3 * granule);
+  CHECK((first.first + first.second <= second.first || second.first + second.second <= first.first));  // alive together
+  CHECK_THROWS_WITH(p->frame_range(0, 2), contains_text("chunk 0, slot 2 is out of range"));
   CHECK(footprint.scratch == 3 * granule);                 // slot 1 branch 2 has the most transient pages
   // Every slot captures the same graphs, so the plan sizes each slot's frame by the chunk's largest branch
   // over the slots (3 pages); both microbatches are alive at once: 2 frames, plus the scratch.
