@@ -145,7 +145,7 @@ def run_design(design: str, depth: int, args) -> dict:
             out.float().square().mean().backward()
         end.record()
         host.append(time.perf_counter() - step_start)  # the host's time to enqueue the step
-        del outputs
+        del outputs, out
         torch.cuda.synchronize()
         walls.append(time.perf_counter() - start)
         events.append(begin.elapsed_time(end))
@@ -308,8 +308,11 @@ def main() -> int:
         Path(args.out).write_text(json.dumps(result, indent=1)) if args.out else print(json.dumps(result, indent=1))
         return 0
 
-    import torch
-
+    try:
+        import torch
+    except ImportError:
+        print("graphpool torch comparison: PyTorch is not installed; nothing to compare (skipped)")
+        return 77
     if not torch.cuda.is_available():
         print("graphpool torch comparison: no CUDA device; nothing to compare (skipped)")
         return 77

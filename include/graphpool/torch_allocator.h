@@ -8,7 +8,8 @@
  * (PyTorch's caching allocator keys its bookkeeping by pointer). Before a capture the caller selects
  * the (chunk, slot, branch) the next segments come from; graphpool_torch_malloc then hands segments
  * from that window, mapping physical memory as the largest branch grows. It makes no stream-ordered
- * call and never fails for want of sizing, only when the device is out of memory.
+ * call and needs no sizing beforehand; it fails only with no (chunk, slot, branch) selected, when a
+ * window's address space (window_capacity) runs out, or when the device is out of memory.
  *
  * Calls return GRAPHPOOL_OK or GRAPHPOOL_ERROR; graphpool_last_error() (c_api.h) gives the message.
  * graphpool_torch_malloc returns NULL on error, sets the same message and prints it to stderr (PyTorch

@@ -5,7 +5,7 @@
     y0 = graphed(x2, microbatch=0)   # the variant is picked by the arguments' shapes
     y1 = graphed(x4, microbatch=1)
     y0.sum().backward(); y1.sum().backward()
-    graphed.memory()                 # physical, per frame and window, the plan, memory_reserved
+    graphed.memory()                 # physical, plan, live bound, scratch, per window, torch_reserved
     graphed.release()
 
 Every (chunk, slot, variant) is captured once, up front, through PyTorch's CUDAPluggableAllocator into

@@ -84,6 +84,10 @@ class GraphedVariants:
     shapes and dtypes. Outputs keep their strides and stay valid until that copy's next replay (as with
     torch.cuda.make_graphed_callables); a leaf's gradient (parameters included) is its own tensor.
 
+    Sample arguments are CUDA tensors whose shapes, dtypes and requires_grad match the real arguments'
+    (an argument that needs a gradient its sample did not is refused). ``with GraphedVariants(...) as g:``
+    releases on exit.
+
     Thread-safety: set-up and calls from one thread, on one stream at a time.
     """
 
@@ -101,6 +105,13 @@ class GraphedVariants:
             if len(per_chunk) != len(modules):
                 raise GraphpoolError(f"graphpool_torch: variant '{name}' has sample arguments for {len(per_chunk)} "
                                      f"chunk(s) but there are {len(modules)}; give one tuple per chunk")
+            for chunk, args in enumerate(per_chunk):
+                for i, a in enumerate(args):
+                    if not isinstance(a, torch.Tensor) or not a.is_cuda:
+                        raise GraphpoolError(f"graphpool_torch: sample argument {i} of variant '{name}', chunk {chunk}, is "
+                                             f"{type(a).__name__ if not isinstance(a, torch.Tensor) else 'a CPU tensor'}; "
+                                             "captured modules take CUDA tensors only (bind other arguments with "
+                                             "functools.partial or a wrapper module)")
             self._samples[name] = per_chunk
         if schedules is None:
             if len(modules) > 1:
@@ -112,7 +123,14 @@ class GraphedVariants:
         self._modules = modules
         self._parameters = [[p for p in m.parameters() if p.requires_grad] for m in modules]
         self._copies = {}
-        self._plugin = Plugin(self.device, self.variants, list(schedules), window_capacity)
+        self._released = False
+        try:
+            self._plugin = Plugin(self.device, self.variants, list(schedules), window_capacity)
+        except GraphpoolError as e:
+            if "exists already" in str(e):
+                raise GraphpoolError("graphpool_torch: another GraphedVariants holds the process's plug-in; call its "
+                                     "release() first (one GraphedVariants per process at a time)") from None
+            raise
         try:
             if self._plugin.chunks != len(modules):
                 raise GraphpoolError(f"graphpool_torch: the schedules have {self._plugin.chunks} chunk(s) but "
@@ -167,7 +185,12 @@ class GraphedVariants:
         key = (microbatches, chunk, microbatch)
         slot = self._slots.get(key)
         if slot is None:
-            slot = self._slots[key] = self._plugin.slot_of(microbatches, chunk, microbatch)
+            try:
+                slot = self._slots[key] = self._plugin.slot_of(microbatches, chunk, microbatch)
+            except GraphpoolError as e:
+                raise GraphpoolError(f"{e}. microbatch= is the index within one step's schedule: the graphs were "
+                                     f"captured for {self._plugin.schedules}; call begin_step(M) to replay the "
+                                     "schedule of M microbatches, or capture with a larger in_flight / more schedules") from None
         return slot
 
     def _default_microbatches(self) -> int:
@@ -193,8 +216,7 @@ class GraphedVariants:
         return table[key]
 
     def __call__(self, *args, microbatch: int = 0, variant: str | None = None, chunk: int = 0):
-        if not self._copies:
-            raise GraphpoolError("graphpool_torch: the graphs were released")
+        self._check_alive()
         if not 0 <= chunk < len(self._modules):
             raise GraphpoolError(f"graphpool_torch: chunk {chunk} is out of range; there are {len(self._modules)}")
         if variant is None:
@@ -209,6 +231,13 @@ class GraphedVariants:
                                      f"{list(expected)}, got {list(_signature(args))}")
         slot = self.slot_of(chunk, microbatch)
         copy = self._copies[chunk, slot, branch]
+        if torch.is_grad_enabled():
+            for i, (static, given) in enumerate(zip(copy.static_inputs, args)):
+                if given.requires_grad and not static.requires_grad:
+                    raise GraphpoolError(
+                        f"graphpool_torch: argument {i} requires a gradient but variant '{self.variants[branch]}' of chunk "
+                        f"{chunk} was captured from a sample that did not, so its backward computes none; capture with "
+                        "sample arguments whose requires_grad matches the real ones")
         claim = None
         if self.guard and torch.is_grad_enabled() and copy.backward_graph is not None:
             claim = self._claim(chunk, slot, microbatch, branch)
@@ -244,7 +273,12 @@ class GraphedVariants:
                 static.copy_(given)
         copy.forward_graph.replay()
 
+    def _check_alive(self) -> None:
+        if self._released:
+            raise GraphpoolError("graphpool_torch: the graphs were released (release()); make a new GraphedVariants")
+
     def _replay_backward(self, copy: CapturedCopy, grads: tuple, claim) -> None:
+        self._check_alive()
         if copy.backward_graph is None:
             raise GraphpoolError("graphpool_torch: this copy has no backward graph (no output needed a gradient)")
         for static, grad in zip(copy.static_grad_outputs, grads):
@@ -268,6 +302,7 @@ class GraphedVariants:
         them takes, both with the scratch. scratch: the block every window shares for what no later replay
         reads. windows: per (chunk, slot, variant), the bytes its segments span and the persistent part.
         torch_reserved: PyTorch's memory_reserved() (it counts every window's segments: virtual, not physical)."""
+        self._check_alive()
         plugin = self._plugin
         footprint, bound, scratch = plugin.plan_bytes()
         page = plugin.page_bytes()
@@ -296,6 +331,7 @@ class GraphedVariants:
         """Drops every graph and frame and gives the device memory back. Returns how many segments tensors
         from the graphs (outputs, input gradients still referenced elsewhere) hold: 0 when everything went
         back now; otherwise the frames go back when the last of those tensors is freed."""
+        self._released = True
         for copy in self._copies.values():
             copy.release()
         self._copies.clear()
@@ -303,4 +339,11 @@ class GraphedVariants:
         self._samples = {}  # the sample arguments were for the captures
         gc.collect()
         torch.cuda.synchronize(self.device)
-        return self._plugin.destroy()
+        plugin = getattr(self, "_plugin", None)
+        return plugin.destroy() if plugin is not None else 0
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release()

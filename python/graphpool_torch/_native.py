@@ -1,8 +1,9 @@
 """The plug-in library (libgraphpool_c, built by the project's CMake) over ctypes.
 
 Found, in order: ``$GRAPHPOOL_TORCH_LIBRARY``; next to this package (``pip install``, or the build
-tree's ``python/`` folder); the source tree's ``build/bindings``. PyTorch is imported first so the CUDA
-runtime the library links is the one PyTorch already loaded.
+tree's ``python/`` folder); an installed graphpool-torch distribution (when this copy is the source
+tree's); the source tree's CMake builds (``build/bindings``, ``build/*/bindings``). PyTorch is imported
+first so the CUDA runtime the library links (CUDA 13) is the one PyTorch already loaded.
 """
 
 from __future__ import annotations
@@ -19,14 +20,23 @@ class GraphpoolError(RuntimeError):
     """An error from graphpool: its message names what was wrong and what to change."""
 
 
+def _installed() -> list[Path]:
+    try:
+        from importlib.metadata import PackageNotFoundError, distribution
+
+        return [Path(distribution("graphpool-torch").locate_file("graphpool_torch/libgraphpool_c.so"))]
+    except (ImportError, PackageNotFoundError):
+        return []
+
+
 def _candidates() -> list[Path]:
     here = Path(__file__).resolve().parent
-    found: list[Path] = []
     explicit = os.environ.get("GRAPHPOOL_TORCH_LIBRARY")
     if explicit:
         return [Path(explicit)]
-    for folder in (here, here.parent.parent / "build" / "bindings"):
-        found += [Path(p) for p in sorted(glob.glob(str(folder / "libgraphpool_c.so*")))]
+    found = [Path(p) for p in sorted(glob.glob(str(here / "libgraphpool_c.so*")))] + _installed()
+    for pattern in ("build/bindings", "build/*/bindings"):
+        found += [Path(p) for p in sorted(glob.glob(str(here.parent.parent / pattern / "libgraphpool_c.so*")))]
     return found
 
 
@@ -35,7 +45,7 @@ def library_path() -> Path:
     for path in _candidates():
         if path.is_file():
             return path
-    looked = ", ".join(str(p) for p in _candidates()) or "next to the package and in build/bindings"
+    looked = ", ".join(str(p) for p in _candidates()) or "next to the package, an installed graphpool-torch, build/bindings"
     raise GraphpoolError(
         "graphpool_torch: libgraphpool_c.so not found (looked at " + looked + "); install the package with "
         "`pip install .` from the repository, build it with CMake, or set GRAPHPOOL_TORCH_LIBRARY to its path"
@@ -48,8 +58,11 @@ _library: ctypes.CDLL | None = None
 def library() -> ctypes.CDLL:
     global _library
     if _library is None:
-        import torch  # noqa: F401  (loads the CUDA runtime the plug-in links)
+        import torch  # loads the CUDA runtime the plug-in links
 
+        if not (torch.version.cuda or "").startswith("13."):
+            raise GraphpoolError(f"graphpool_torch: PyTorch {torch.__version__} is built for CUDA {torch.version.cuda}; "
+                                 "graphpool's plug-in needs a CUDA 13 build of PyTorch (e.g. the cu130 wheels)")
         lib = ctypes.CDLL(str(library_path()))
         size_p = ctypes.POINTER(ctypes.c_size_t)
         int_p = ctypes.POINTER(ctypes.c_int)
@@ -84,7 +97,7 @@ def library() -> ctypes.CDLL:
 
 
 def call(name: str, *arguments) -> None:
-    """Calls graphpool_<name>; raises GraphpoolError with the library's message when it fails."""
+    """Calls the library's function `name`; raises GraphpoolError with the library's message when it fails."""
     lib = library()
     if getattr(lib, name)(*arguments) != GRAPHPOOL_OK:
         raise GraphpoolError(lib.graphpool_last_error().decode())

@@ -75,6 +75,16 @@ def test_variants_dispatch_by_shape_and_by_name():
         assert graphed.release() == 0
 
 
+def test_an_argument_needing_a_gradient_its_sample_did_not_is_refused():
+    block = Block().cuda()
+    with GraphedVariants(block, samples(requires_grad=False)) as graphed:
+        x = torch.randn(TOKENS["cp2"], HIDDEN, device="cuda", requires_grad=True)
+        with pytest.raises(GraphpoolError, match="argument 0 requires a gradient but variant 'cp2'"):
+            graphed(x)
+        with pytest.raises(GraphpoolError, match=r"microbatch 1 is out of range.*call begin_step\(M\)"):
+            graphed(x.detach(), microbatch=1)
+
+
 def test_same_shapes_need_a_variant_name():
     block = Block().cuda()
     x = torch.randn(64, HIDDEN, device="cuda")
@@ -265,10 +275,14 @@ def test_one_plugin_per_process_and_clear_errors():
     block = Block().cuda()
     first = GraphedVariants(block, samples())
     try:
-        with pytest.raises(GraphpoolError, match="a plug-in exists already"):
+        with pytest.raises(GraphpoolError, match=r"another GraphedVariants holds the process's plug-in; call its release\(\)"):
             GraphedVariants(block, samples())
     finally:
         first.release()
+    with pytest.raises(GraphpoolError, match="the graphs were released"):
+        first(torch.randn(TOKENS["cp1"], HIDDEN, device="cuda"))
+    with pytest.raises(GraphpoolError, match="sample argument 0 of variant 'a', chunk 0, is int"):
+        GraphedVariants(block, {"a": (3,)})
     with pytest.raises(GraphpoolError, match="several chunks need their pipeline schedules"):
         GraphedVariants([block, block], {"a": [(torch.randn(8, HIDDEN, device="cuda"),)] * 2})
     with pytest.raises(GraphpoolError, match="the schedules have 2 chunk"):
