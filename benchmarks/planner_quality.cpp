@@ -3,7 +3,8 @@
 // slot rules side by side (m mod S against maps chosen from the schedule, with the default copies
 // budget and with none): footprint / live bound, copies per chunk, planning time.
 //
-// usage: graphpool_bench_planner_quality [--json PATH] [--quick] [--threads N] [--misses PATH]
+// usage: graphpool_bench_planner_quality [--json PATH] [--quick] [--threads N] [--misses PATH] [--only TEXT]
+// --only keeps the corpus cases whose name contains TEXT (to time or inspect a few).
 // --misses writes the cases the schedule rule (no copy limit) misses issue 8's targets on, each schedule
 // as rectangles (lifetime x bytes per frame), for benchmarks/slot_rule_optimum.py to solve exactly.
 // Host only (no GPU). Prints a summary table and writes JSON (default: planner_quality.json). Exits 1
@@ -248,6 +249,7 @@ int main(int argc, char** argv) {
   bool quick = false;
   int threads = 1;
   std::string misses_path;  // the cases that miss issue 8's targets, as rectangles for an exact solver
+  std::string only;         // keep the cases whose name contains this
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--json") == 0 && i + 1 < argc) {
       json_path = argv[++i];
@@ -255,14 +257,23 @@ int main(int argc, char** argv) {
       quick = true;
     } else if (std::strcmp(argv[i], "--misses") == 0 && i + 1 < argc) {
       misses_path = argv[++i];
+    } else if (std::strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
+      only = argv[++i];
     } else if (std::strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
       threads = std::max(1, std::atoi(argv[++i]));
     } else {
-      std::fprintf(stderr, "usage: %s [--json PATH] [--quick] [--threads N] [--misses PATH]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--json PATH] [--quick] [--threads N] [--misses PATH] [--only TEXT]\n", argv[0]);
       return 2;
     }
   }
-  const std::vector<corpus_case> corpus = make_corpus(quick);
+  std::vector<corpus_case> corpus = make_corpus(quick);
+  corpus.erase(std::remove_if(corpus.begin(), corpus.end(),
+                              [&](const corpus_case& c) { return c.name.find(only) == std::string::npos; }),
+               corpus.end());
+  if (corpus.empty()) {
+    std::fprintf(stderr, "planner_quality: no corpus case's name contains '%s'\n", only.c_str());
+    return 2;
+  }
   auto measure = [](const corpus_case& c) {
     result_row row;
     row.name = c.name;
@@ -442,6 +453,19 @@ int main(int argc, char** argv) {
   const double target_schedule_median = time_target("schedule rule, default copies");
   target.max_copies = 0;
   const double target_unlimited_median = time_target("schedule rule, no copy limit");
+  // The same plan with unequal layers (as the corpus's heterogeneous sizes): the searches' effort bounds it.
+  for (int c = 0; c < 4; ++c) {
+    for (int l = 0; l < 8; ++l) {
+      if ((c + l) % 3 == 0) target.overrides.push_back({c, l, "cp1", static_cast<std::size_t>(40 + 37 * (c + 1)) * MiB});
+    }
+  }
+  target.rule = slot_rule::mod;
+  target.max_copies = twice_modulo_copies;
+  const double unequal_median = time_target("unequal layers, m mod S");
+  target.rule = slot_rule::schedule;
+  const double unequal_schedule_median = time_target("unequal layers, schedule rule, default copies");
+  target.max_copies = 0;
+  const double unequal_unlimited_median = time_target("unequal layers, schedule rule, no copy limit");
 
   // Megatron-LM's reference: PP4 VPP4 G4, 3 layers per chunk, 8 slots, M = 4..64:4.
   std::vector<std::size_t> reference_arenas;
@@ -479,6 +503,10 @@ int main(int argc, char** argv) {
   std::fprintf(out, "  \"target_case_planning_ms\": %.3f,\n", target_median);
   std::fprintf(out, "  \"target_case_planning_ms_schedule_rule\": {\"default_copies\": %.3f, \"no_copy_limit\": %.3f},\n",
                target_schedule_median, target_unlimited_median);
+  std::fprintf(out,
+               "  \"target_case_planning_ms_unequal_layers\": {\"m_mod_s\": %.3f, \"default_copies\": %.3f, "
+               "\"no_copy_limit\": %.3f},\n",
+               unequal_median, unequal_schedule_median, unequal_unlimited_median);
   std::fprintf(out, "  \"slot_rules_footprint_over_live_bound\": {\n");
   for (int k = 0; k < 3; ++k) {
     const rule_figures& f = rules[k];

@@ -225,19 +225,40 @@ inline void validate(const problem& p, int chunks) {
   return offsets;
 }
 
+/// How much work one plan's searches may do: counted in steps, not seconds, so a plan is the same on
+/// every machine and its time is bounded.
+struct search_effort {
+  std::size_t clique = default_clique_effort;  ///< candidate pairs the clique search may test
+  std::size_t placement = 8'000'000;           ///< neighbor visits one placement search may make
+  bool refine_coloring = true;  ///< offsets mode: iterated greedy on the frame coloring (a seed and a fallback)
+};
+
+/// The effort for plans that must be the best the planner finds (the m mod S plan, which every other
+/// candidate of the schedule rule is measured against).
+inline constexpr search_effort full_effort{};
+
+/// The effort for the schedule rule's other candidates: their layouts come with their maps, the live
+/// bound is a lower bound already, and there are several of them.
+inline constexpr search_effort candidate_effort{1'000'000, 1'000'000, false};
+
 /// Offsets for `weights` over `graph`: the best seeded search, or the coloring's arenas stacked,
 /// whichever is smaller (so offsets never lose to the coloring).
 [[nodiscard]] inline placement place(const conflict_graph& graph, const std::vector<std::size_t>& weights,
                                      const std::vector<std::size_t>& lifetimes, const coloring& colors,
-                                     const std::vector<std::size_t>& slots, std::size_t lower_bound) {
+                                     const std::vector<std::size_t>& slots, std::size_t lower_bound,
+                                     std::size_t effort) {
   if (graph.size() == 0) return placement{};
   // Each search step re-places every vertex against its placed neighbors: fewer steps on larger,
   // denser graphs (a fixed budget of neighbor visits keeps the plan deterministic and quick).
   std::size_t visits_per_step = graph.size();
   for (std::size_t v = 0; v < graph.size(); ++v) visits_per_step += graph.degree(v);
+  // Each seed order is placed twice (first and best fit); the steps left after the seeds go to the search.
+  const std::size_t steps = std::max<std::size_t>(effort / visits_per_step, 2);
+  std::vector<std::vector<std::size_t>> orders = seed_orders(graph, weights, lifetimes, colors, slots);
+  orders.resize(std::min(orders.size(), steps / 2));
   placement_search search;
-  search.iterations = std::min<std::size_t>(8'000'000 / visits_per_step, 600);
-  placement searched = best_placement(graph, weights, seed_orders(graph, weights, lifetimes, colors, slots), lower_bound, search);
+  search.iterations = std::min<std::size_t>(steps - 2 * orders.size(), 600);
+  placement searched = best_placement(graph, weights, orders, lower_bound, search);
   if (searched.footprint <= colors.bytes) return searched;
   placement stacked;
   const std::vector<std::size_t> arena_offset = stacked_offsets(colors.arena_bytes);
@@ -324,6 +345,7 @@ struct frame_sizes {
 /// offsets mode when it is valid and smaller than what the placement search finds.
 [[nodiscard]] inline plan plan_with_maps(const problem& p, assignment mode, const frame_sizes& sizes,
                                          std::vector<slot_map> maps, int slots, bool modulo,
+                                         const search_effort& effort,
                                          const std::vector<std::vector<std::vector<std::size_t>>>& layout = {}) {
   const int chunks = static_cast<int>(sizes.layers_per_chunk.size());
   std::size_t frame_count = 0;
@@ -402,11 +424,12 @@ struct frame_sizes {
   // heavy as it: the clique bound is the live bound, with no search, and neither placement nor colors search.
   const bool given_optimal = !given.offsets.empty() && given.footprint <= result.saved.live_bound_bytes;
   const clique heaviest = given_optimal ? clique{{}, result.saved.live_bound_bytes, true}
-                                        : max_weight_clique(live.saved, group_weights, 2'000'000, clique_ceiling);
+                                        : max_weight_clique(live.saved, group_weights, effort.clique, clique_ceiling);
   result.saved.lower_bound_bytes = heaviest.weight;
   result.saved.lower_bound_exact = heaviest.exact;
   const coloring baseline = dsatur(frame_graph, frame_weights);
-  const coloring colors = given_optimal ? baseline : best_coloring(frame_graph, frame_weights, baseline);
+  const bool refine = !given_optimal && (mode == assignment::coloring || effort.refine_coloring);
+  const coloring colors = refine ? best_coloring(frame_graph, frame_weights, baseline) : baseline;
   result.saved.coloring_bytes = baseline.bytes;
   result.saved.coloring_arenas = baseline.arenas();
   for (std::size_t f = 0; f < n; ++f) result.frames[f].color = colors.colors[f];
@@ -425,7 +448,7 @@ struct frame_sizes {
     const placement groups_placed =
         given_optimal ? placement{std::vector<std::size_t>(groups, 0), given.footprint}
                       : detail::place(live.saved, group_weights, live.alive_events, group_coloring, group_slots,
-                                      heaviest.weight);
+                                      heaviest.weight, effort.placement);
     std::size_t footprint = groups_placed.footprint;
     for (std::size_t f = 0; f < n; ++f) {
       result.frames[f].offset += groups_placed.offsets[live.group(result.frames[f].chunk, result.frames[f].slot)];
@@ -438,7 +461,8 @@ struct frame_sizes {
         frame_slots[f] = static_cast<std::size_t>(result.frames[f].slot);
       }
       const placement frames_placed =
-          detail::place(frame_graph, frame_weights, frame_lifetimes, colors, frame_slots, heaviest.weight);
+          detail::place(frame_graph, frame_weights, frame_lifetimes, colors, frame_slots, heaviest.weight,
+                        effort.placement);
       if (frames_placed.footprint < footprint) {
         footprint = frames_placed.footprint;
         for (std::size_t f = 0; f < n; ++f) result.frames[f].offset = frames_placed.offsets[f];
@@ -474,7 +498,7 @@ struct frame_sizes {
     grad_lifetimes.push_back(live.alive_events[g]);
     grad_slots.push_back(g % static_cast<std::size_t>(live.slots));
   }
-  const clique grad_clique = max_weight_clique(grad_graph, grad_weights);
+  const clique grad_clique = max_weight_clique(grad_graph, grad_weights, effort.clique);
   result.grad.lower_bound_bytes = grad_clique.weight;
   result.grad.lower_bound_exact = grad_clique.exact;
   result.grad.live_bound_bytes = grad_groups.empty() ? 0 : grad_bytes;
@@ -487,7 +511,8 @@ struct frame_sizes {
   result.grad.coloring_arenas = grad_baseline.arenas();
   const placement grads_placed =
       mode == assignment::offsets
-          ? detail::place(grad_graph, grad_weights, grad_lifetimes, grad_colors, grad_slots, grad_clique.weight)
+          ? detail::place(grad_graph, grad_weights, grad_lifetimes, grad_colors, grad_slots, grad_clique.weight,
+                          effort.placement)
           : placement{};
   for (std::size_t i = 0; i < grad_groups.size(); ++i) {
     planned_grad grad;
@@ -521,9 +546,6 @@ inline constexpr packing layout_packings[] = {
     {packing_order::size, true, true, 40},    {packing_order::start, false, true, 40},
 };
 
-/// @brief The schedule rule's plans of more frames than this skip the region candidates when a layout fits.
-inline constexpr std::size_t large_plan_frames = 512;
-
 /// @brief Plans the frames of `p` with `mode`.
 ///
 /// With the mod rule, microbatch m replays slot m mod S. With the schedule rule, m mod S and maps
@@ -544,7 +566,8 @@ inline constexpr std::size_t large_plan_frames = 512;
     }
     const int slots = p.slots == 0 ? count_slots(p.schedules) : p.slots;
     if (slots < 1) throw error("planner: slots must be at least 1, not " + std::to_string(slots));
-    return detail::plan_with_maps(p, mode, sizes, modulo_maps(p.schedules, slots), slots, true);
+    return detail::plan_with_maps(p, mode, sizes, modulo_maps(p.schedules, slots), slots, true,
+                                  detail::full_effort);
   }
   if (p.slots != 0) {
     throw error("planner: slots " + std::to_string(p.slots) +
@@ -584,25 +607,25 @@ inline constexpr std::size_t large_plan_frames = 512;
   }
   if (packed.valid && packed.footprint <= live_bound) {
     const int copies = copies_used(packed.maps);
-    return detail::plan_with_maps(p, mode, sizes, std::move(packed.maps), copies, false, packed.offsets);
+    return detail::plan_with_maps(p, mode, sizes, std::move(packed.maps), copies, false,
+                                  detail::candidate_effort, packed.offsets);
   }
-  // Above the live bound: m mod S (the fewest copies, and the footprint every map must beat), regions by
-  // start time, and the layout, each through the placement search; the smallest wins. On large plans
-  // with a layout the region candidates are left out: their searches cost most of the planning time.
-  plan best = detail::plan_with_maps(p, mode, sizes, modulo_maps(p.schedules, period), period, false);
-  std::size_t layer_count = 0;
-  for (int layers : sizes.layers_per_chunk) layer_count += static_cast<std::size_t>(layers);
-  const bool large = packed.valid && layer_count * static_cast<std::size_t>(copies_used(packed.maps)) > large_plan_frames;
+  // Above the live bound: m mod S (the fewest copies, and the footprint every map must beat, searched as
+  // hard as the mod rule's plan so never above it), regions by start time, and the layout, each through
+  // a placement search of bounded effort; the smallest wins.
+  plan best = detail::plan_with_maps(p, mode, sizes, modulo_maps(p.schedules, period), period, false,
+                                                 detail::full_effort);
   for (region_choice choice : {region_choice::lowest, region_choice::best_fit}) {
-    if (large || best.saved.footprint_bytes <= best.saved.live_bound_bytes) break;
+    if (best.saved.footprint_bytes <= best.saved.live_bound_bytes) break;
     std::vector<slot_map> maps = schedule_maps(p.schedules, sizes.chunk_bytes, budget, choice);
     const int copies = copies_used(maps);
-    plan candidate = detail::plan_with_maps(p, mode, sizes, std::move(maps), copies, false);
+    plan candidate = detail::plan_with_maps(p, mode, sizes, std::move(maps), copies, false, detail::candidate_effort);
     if (better(candidate, best)) best = std::move(candidate);
   }
   if (packed.valid && best.saved.footprint_bytes > best.saved.live_bound_bytes) {
     const int copies = copies_used(packed.maps);
-    plan candidate = detail::plan_with_maps(p, mode, sizes, std::move(packed.maps), copies, false, packed.offsets);
+    plan candidate = detail::plan_with_maps(p, mode, sizes, std::move(packed.maps), copies, false,
+                                            detail::candidate_effort, packed.offsets);
     if (better(candidate, best)) best = std::move(candidate);
   }
   return best;
