@@ -22,6 +22,8 @@
 #include "graphpool/plan/liveness.hpp"
 #include "graphpool/plan/placement.hpp"
 #include "graphpool/plan/schedule.hpp"
+#include "graphpool/plan/packed_maps.hpp"
+#include "graphpool/plan/region_maps.hpp"
 #include "graphpool/plan/slot_map.hpp"
 
 namespace graphpool::plan {
