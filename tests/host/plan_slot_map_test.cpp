@@ -179,6 +179,27 @@ TEST_CASE("every layout packing gives valid maps and layouts, at or above the li
   }
 }
 
+TEST_CASE("the height-bounded search packs unequal frames tighter than every greedy order", "[plan][slot_map]") {
+  // PP 4, VPP 4, M 24, one layer per chunk of 77, 40, 40 and 188 MiB: first fit and best fit in every
+  // order, refined by reordering, leave holes the bounded search fills (it backs up where a frame does
+  // not fit under the height it tries).
+  const std::vector<std::vector<std::size_t>> frame_bytes = {{77 * MiB}, {40 * MiB}, {40 * MiB}, {188 * MiB}};
+  for (int rank : {2, 3}) {
+    INFO("rank " << rank);
+    const std::vector<schedule> schedules{schedule::interleaved(4, rank, 24, 4, 4)};
+    std::size_t greedy = static_cast<std::size_t>(-1);
+    std::size_t bounded = static_cast<std::size_t>(-1);
+    for (const packing& how : layout_packings) {
+      const packed_maps packed = pack_maps(schedules, frame_bytes, 1000, how);
+      REQUIRE(packed.valid);
+      CHECK(check_packed(schedules, frame_bytes, packed).empty());
+      std::size_t& best = how.order == packing_order::bounded ? bounded : greedy;
+      best = std::min(best, packed.footprint);
+    }
+    CHECK(bounded < greedy);
+  }
+}
+
 TEST_CASE("a layout packing reports no layout when the copies budget runs out", "[plan][slot_map]") {
   // PP 2 rank 0 1F1B holds two microbatches at once: one copy cannot hold them.
   const packed_maps packed = pack_maps({schedule::one_f_one_b(2, 0, 4)}, {{MiB}}, 1);

@@ -29,6 +29,7 @@ enum class packing_order {
   size,      ///< largest chunk first, then longest lifetime
   lifetime,  ///< longest lifetime first, then largest chunk
   area,      ///< bytes x lifetime, largest first
+  bounded,   ///< frames by forward time under a height, backing up where one does not fit (bounded_layout.hpp)
 };
 
 /// @brief One way pack_maps lays copies out (dynamic storage allocation on the schedule's intervals).
@@ -37,6 +38,7 @@ struct packing {
   bool split_layers = true;  ///< a new copy's layers go one by one into gaps (else back to back, as one block)
   bool best_fit = false;     ///< the smallest gap that holds a block (else the lowest)
   int search_steps = 0;      ///< squeaky-wheel steps: microbatches that set the footprint move earlier
+  std::size_t search_effort = 0;  ///< bounded: frames the depth-first search may visit in all
 };
 
 namespace detail {

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "graphpool/plan/bounded_layout.hpp"
 #include "graphpool/plan/copy_table.hpp"
 #include "graphpool/plan/schedule.hpp"
 #include "graphpool/plan/slot_map.hpp"
@@ -61,6 +62,55 @@ struct anchor_layout {
     result.copy_of[i] = id;
     result.footprint = std::max(result.footprint, result.copies.top(static_cast<std::size_t>(id)));
     placed.push_back(i);
+  }
+  return result;
+}
+
+/// The anchor schedule's frames laid out by a height-bounded search (bounded_layout.hpp), at or above
+/// `floor`: a microbatch takes the copy of its chunk whose layers sit at the same offsets, else a new one
+/// (invalid past `budget` copies per chunk).
+[[nodiscard]] inline anchor_layout bounded_anchor(const std::vector<std::vector<std::size_t>>& frame_bytes,
+                                                  const std::vector<lifetime>& items, std::size_t floor, int budget,
+                                                  std::size_t effort) {
+  std::vector<frame_interval> frames;
+  for (const lifetime& item : items) {
+    for (std::size_t bytes : frame_bytes[static_cast<std::size_t>(item.chunk)]) {
+      if (bytes > 0) frames.push_back({item.start, item.end, bytes});
+    }
+  }
+  // The search without a height places every frame in its tightest gap at once: the ceiling to beat.
+  height_search greedy(frames, frames.size() * frames.size() + frames.size());
+  std::vector<std::size_t> offsets = greedy.under(static_cast<std::size_t>(-1), static_cast<std::size_t>(-1));
+  std::size_t ceiling = 0;
+  for (std::size_t f = 0; f < frames.size(); ++f) ceiling = std::max(ceiling, offsets[f] + frames[f].bytes);
+  std::vector<std::size_t> lower = lowest_layout(frames, floor, ceiling, effort);
+  if (!lower.empty()) offsets = std::move(lower);
+
+  anchor_layout result{copy_table(frame_bytes), std::vector<std::ptrdiff_t>(items.size(), -1), 0, true};
+  std::size_t f = 0;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    const std::vector<std::size_t>& layers = frame_bytes[static_cast<std::size_t>(items[i].chunk)];
+    std::vector<std::size_t> placed(layers.size(), 0);
+    bool any = false;
+    for (std::size_t l = 0; l < layers.size(); ++l) {
+      if (layers[l] == 0) continue;
+      placed[l] = offsets[f++];
+      any = true;
+    }
+    if (!any) continue;
+    std::ptrdiff_t id = -1;
+    for (std::size_t same : result.copies.of_chunk(items[i].chunk)) {
+      if (result.copies.offsets(same) == placed) id = static_cast<std::ptrdiff_t>(same);
+    }
+    if (id < 0) {
+      if (static_cast<int>(result.copies.of_chunk(items[i].chunk).size()) >= budget) {
+        result.valid = false;
+        return result;
+      }
+      id = static_cast<std::ptrdiff_t>(result.copies.add(items[i].chunk, std::move(placed)));
+    }
+    result.copy_of[i] = id;
+    result.footprint = std::max(result.footprint, result.copies.top(static_cast<std::size_t>(id)));
   }
   return result;
 }
@@ -134,11 +184,15 @@ inline void map_empty_chunks(const schedule& s, const std::vector<std::size_t>& 
       case packing_order::area:
         return bytes(a) * (length(a) + 1) > bytes(b) * (length(b) + 1);
       case packing_order::start:
+      case packing_order::bounded:
         break;
     }
     return items[a].start < items[b].start;
   });
-  detail::anchor_layout best = detail::place_anchor(frame_bytes, chunk_bytes, items, order, budget, how);
+  detail::anchor_layout best =
+      how.order == packing_order::bounded
+          ? detail::bounded_anchor(frame_bytes, items, live[anchor], budget, how.search_effort)
+          : detail::place_anchor(frame_bytes, chunk_bytes, items, order, budget, how);
   std::mt19937 random(1);
   std::size_t current = best.valid ? best.footprint : static_cast<std::size_t>(-1);
   // A step re-places every microbatch against those placed before it: fewer steps on longer schedules

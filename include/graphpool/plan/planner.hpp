@@ -541,11 +541,13 @@ struct frame_sizes {
 
 /// @brief The layouts make_plan tries for the schedule rule, in order, until one reaches the live bound:
 /// by forward time with layers apart (equal frames reach the live bound), then offline orders with
-/// whole chunks best-fit, each refined by a squeaky-wheel search.
+/// whole chunks best-fit, each refined by a squeaky-wheel search, then frames under a height, backing up
+/// where one does not fit (unequal frames: it finds packings no greedy order reaches).
 inline constexpr packing layout_packings[] = {
     {packing_order::start, true, false, 0},   {packing_order::size, false, true, 40},
     {packing_order::area, false, true, 40},   {packing_order::lifetime, false, false, 40},
     {packing_order::size, true, true, 40},    {packing_order::start, false, true, 40},
+    {packing_order::bounded, true, true, 0, 2'000'000},
 };
 
 /// @brief Plans the frames of `p` with `mode`.
@@ -599,7 +601,18 @@ inline constexpr packing layout_packings[] = {
   const std::size_t live_bound = peak_live_bytes(p.schedules, sizes.chunk_bytes);
   packed_maps packed;
   packed.valid = false;
+  // Equal frames: the packing by forward time fits the most alive at once with the fewest copies; the
+  // height-bounded search cannot do better and opens more copies.
+  std::size_t largest = 0;
+  for (const std::vector<std::size_t>& layers : sizes.bytes) {
+    for (std::size_t bytes : layers) largest = std::max(largest, bytes);
+  }
+  bool equal_frames = true;
+  for (const std::vector<std::size_t>& layers : sizes.bytes) {
+    for (std::size_t bytes : layers) equal_frames = equal_frames && (bytes == 0 || bytes == largest);
+  }
   for (const packing& how : layout_packings) {
+    if (how.order == packing_order::bounded && equal_frames) continue;
     packed_maps candidate = pack_maps(p.schedules, sizes.bytes, budget, how);
     if (candidate.valid && (!packed.valid || candidate.footprint < packed.footprint ||
                             (candidate.footprint == packed.footprint && copies_used(candidate.maps) < copies_used(packed.maps)))) {
