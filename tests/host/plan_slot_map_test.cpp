@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <iterator>
 #include <numeric>
 #include <random>
 #include <string>
@@ -198,6 +199,23 @@ TEST_CASE("the height-bounded search packs unequal frames tighter than every gre
     }
     CHECK(bounded < greedy);
   }
+}
+
+TEST_CASE("a union replays over the bounded layout's copies and opens none where a replay exists", "[plan][slot_map]") {
+  // PP 4 rank 3, VPP 4, M = 4..32:4, the same unequal chunks: the anchor (M 32) sets the copies; every
+  // other count finds a replay over them by backing up, so the union needs no copy more than M 32 alone.
+  const std::vector<std::vector<std::size_t>> frame_bytes = {{77 * MiB}, {40 * MiB}, {40 * MiB}, {188 * MiB}};
+  std::vector<schedule> union_of_counts;
+  for (int m = 4; m <= 32; m += 4) union_of_counts.push_back(schedule::interleaved(4, 3, m, 4, 4));
+  const packing bounded = layout_packings[std::size(layout_packings) - 1];
+  REQUIRE(bounded.order == packing_order::bounded);
+  const packed_maps alone = pack_maps({union_of_counts.back()}, frame_bytes, 1000, bounded);
+  const packed_maps replayed = pack_maps(union_of_counts, frame_bytes, 1000, bounded);
+  REQUIRE(alone.valid);
+  REQUIRE(replayed.valid);
+  CHECK(check_packed(union_of_counts, frame_bytes, replayed).empty());
+  CHECK(copies_used(replayed.maps) == copies_used(alone.maps));
+  CHECK(replayed.footprint == alone.footprint);
 }
 
 TEST_CASE("a layout packing reports no layout when the copies budget runs out", "[plan][slot_map]") {

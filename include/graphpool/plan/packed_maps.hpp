@@ -115,6 +115,65 @@ struct anchor_layout {
   return result;
 }
 
+/// A schedule replayed over the copies laid out already, none added: depth first by forward time, each
+/// microbatch on a copy of its chunk that shares no bytes with the copies alive beside it (lowest top
+/// first), backing up where none is free. Copy id per item of `items` (-1: a chunk of no bytes), or empty
+/// when no such replay was found within `effort` (copies and their overlaps visited).
+[[nodiscard]] inline std::vector<std::ptrdiff_t> replay_over(const copy_table& copies, const std::vector<lifetime>& items,
+                                                             const std::vector<std::size_t>& chunk_bytes,
+                                                             std::size_t effort) {
+  std::vector<std::size_t> placed;  // items of chunks with bytes, by forward time
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (chunk_bytes[static_cast<std::size_t>(items[i].chunk)] > 0) placed.push_back(i);
+  }
+  std::vector<std::vector<std::size_t>> beside(placed.size());  // earlier positions alive at each start
+  std::vector<std::size_t> alive;
+  for (std::size_t k = 0; k < placed.size(); ++k) {
+    const lifetime& item = items[placed[k]];
+    alive.erase(std::remove_if(alive.begin(), alive.end(), [&](std::size_t q) { return items[placed[q]].end <= item.start; }),
+                alive.end());
+    beside[k] = alive;
+    alive.push_back(k);
+  }
+  std::vector<std::ptrdiff_t> copy_of(items.size(), -1);
+  std::vector<std::vector<std::size_t>> choices(placed.size());
+  std::vector<std::size_t> next(placed.size(), 0);
+  std::vector<char> blocked(copies.size(), 0);
+  std::size_t k = 0;
+  bool entering = true;
+  while (k < placed.size()) {
+    if (entering) {
+      std::fill(blocked.begin(), blocked.end(), 0);
+      std::size_t cost = 1;
+      for (std::size_t q : beside[k]) {
+        const std::vector<std::size_t>& shared = copies.overlapping(static_cast<std::size_t>(copy_of[placed[q]]));
+        cost += shared.size();
+        for (std::size_t other : shared) blocked[other] = 1;
+      }
+      if (cost > effort) return {};
+      effort -= cost;
+      choices[k].clear();
+      for (std::size_t id : copies.of_chunk(items[placed[k]].chunk)) {
+        if (blocked[id] == 0) choices[k].push_back(id);
+      }
+      std::stable_sort(choices[k].begin(), choices[k].end(),
+                       [&](std::size_t a, std::size_t b) { return copies.top(a) < copies.top(b); });
+      next[k] = 0;
+    }
+    if (next[k] < choices[k].size()) {
+      copy_of[placed[k]] = static_cast<std::ptrdiff_t>(choices[k][next[k]++]);
+      ++k;
+      entering = true;
+      continue;
+    }
+    copy_of[placed[k]] = -1;
+    if (k == 0) return {};
+    --k;
+    entering = false;
+  }
+  return copy_of;
+}
+
 /// Copies of chunks of no bytes: the lowest copy no microbatch of the chunk holds, by forward time.
 inline void map_empty_chunks(const schedule& s, const std::vector<std::size_t>& chunk_bytes, slot_map& map) {
   std::vector<std::vector<bool>> held(static_cast<std::size_t>(s.chunks()));
@@ -245,12 +304,28 @@ inline void map_empty_chunks(const schedule& s, const std::vector<std::size_t>& 
   }
 
   // The other schedules replay over the same copies: a copy is free when no live copy shares its bytes.
+  // With a search effort, each first looks for a replay that adds no copy (a share of what is left).
   std::vector<int> blocked(copies.size(), 0);
+  std::size_t replay_effort = how.search_effort;
   for (std::size_t k = 1; k < by_weight.size(); ++k) {
     const schedule& s = schedules[by_weight[k]];
     slot_map& map = result.maps[by_weight[k]];
     map = slot_map{s.name(), s.microbatches(), {}};
     for (int c = 0; c < s.chunks(); ++c) map.slots.emplace_back(static_cast<std::size_t>(s.microbatches()), -1);
+    if (replay_effort > 0) {
+      const std::vector<detail::lifetime> replayed = detail::lifetimes_of(s);
+      const std::size_t share = replay_effort / (by_weight.size() - k);
+      const std::vector<std::ptrdiff_t> found = detail::replay_over(copies, replayed, chunk_bytes, share);
+      replay_effort -= share;
+      if (!found.empty()) {
+        for (std::size_t i = 0; i < replayed.size(); ++i) {
+          if (found[i] < 0) continue;
+          map.slots[static_cast<std::size_t>(replayed[i].chunk)][static_cast<std::size_t>(replayed[i].microbatch)] =
+              copies.index(static_cast<std::size_t>(found[i]));
+        }
+        continue;
+      }
+    }
     std::fill(blocked.begin(), blocked.end(), 0);
     std::vector<std::size_t> alive;  // copy ids
     std::vector<std::vector<std::size_t>> id_of(static_cast<std::size_t>(s.chunks()),

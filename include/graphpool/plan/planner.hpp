@@ -547,7 +547,7 @@ inline constexpr packing layout_packings[] = {
     {packing_order::start, true, false, 0},   {packing_order::size, false, true, 40},
     {packing_order::area, false, true, 40},   {packing_order::lifetime, false, false, 40},
     {packing_order::size, true, true, 40},    {packing_order::start, false, true, 40},
-    {packing_order::bounded, true, true, 0, 2'000'000},
+    {packing_order::bounded, true, true, 0, 4'000'000},
 };
 
 /// @brief Plans the frames of `p` with `mode`.
