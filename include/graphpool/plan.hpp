@@ -2,9 +2,11 @@
 /// @file plan.hpp
 /// @brief The plan layer in one include: schedules, liveness, assignment, reports. No CUDA header.
 
+#include "graphpool/plan/bounded_layout.hpp"
 #include "graphpool/plan/coloring.hpp"
 #include "graphpool/plan/conflict_graph.hpp"
 #include "graphpool/plan/copy_table.hpp"
+#include "graphpool/plan/gradient_parity.hpp"
 #include "graphpool/plan/liveness.hpp"
 #include "graphpool/plan/load.hpp"
 #include "graphpool/plan/packed_maps.hpp"

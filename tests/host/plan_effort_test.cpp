@@ -33,9 +33,11 @@ namespace {
 constexpr std::size_t MiB = std::size_t{1} << 20;
 
 // Issue 8's target for the plan below is 100 ms; a shared CI machine running other tests beside this
-// one gets ten times that.
+// one gets ten times that. Unequal layers are not the issue's target: their searches stop at their
+// effort bounds, and a plan without a copy limit holds hundreds of copies (they once took minutes).
 constexpr double issue_target_ms = 100.0;
 constexpr double machine_slack = 10.0;
+constexpr double unequal_layers_slack = 50.0;
 
 // PP 8, VPP 4, every M = 1..128 of one rank, 8 layers per chunk, 4 branches; with `unequal`, some layers
 // of some chunks save much more or less than the others (as the planner benchmark's heterogeneous sizes).
@@ -83,9 +85,10 @@ TEST_CASE("the schedule rule plans issue 8's largest union quickly, within the d
       CHECK(mapped.saved.footprint_bytes <= by_mod.saved.footprint_bytes);
       CHECK(unlimited.saved.footprint_bytes >= unlimited.saved.live_bound_bytes);
 #if GRAPHPOOL_PLAN_TIMED
-      CHECK(mod_ms <= issue_target_ms * machine_slack);
-      CHECK(mapped_ms <= issue_target_ms * machine_slack);
-      CHECK(unlimited_ms <= issue_target_ms * machine_slack);
+      const double limit_ms = issue_target_ms * (unequal ? unequal_layers_slack : machine_slack);
+      CHECK(mod_ms <= limit_ms);
+      CHECK(mapped_ms <= limit_ms);
+      CHECK(unlimited_ms <= limit_ms);
 #endif
     }
   }

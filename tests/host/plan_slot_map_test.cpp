@@ -63,7 +63,17 @@ TEST_CASE("a schedule-aware map reaches the live bound where m mod S cannot (iss
   const plan mapped = checked_plan(by_schedule);
   CHECK(mapped.saved.footprint_bytes == 56 * MiB);
   CHECK(mapped.saved.lower_bound_bytes == 56 * MiB);
-  CHECK(mapped.slots == 7);  // the same number of captured copies
+  // At the live bound the returned gradients close an odd cycle (three or more regions); within the
+  // default budget (twice m mod S's copies) the copies split by backward parity and the gradients take
+  // their live bound. With m mod S's copies alone the saved frames still reach it.
+  CHECK(mapped.slots <= 2 * by_mod.slots);
+  CHECK(mapped.grad.footprint_bytes == mapped.grad.live_bound_bytes);
+  problem same_copies = by_schedule;
+  same_copies.max_copies = by_mod.slots;
+  const plan tight = checked_plan(same_copies);
+  CHECK(tight.saved.footprint_bytes == 56 * MiB);
+  CHECK(tight.slots == by_mod.slots);  // the same number of captured copies
+  CHECK(tight.grad.footprint_bytes > mapped.grad.footprint_bytes);
   CHECK(mapped.rule == slot_rule::schedule);
   CHECK(checked_plan(by_schedule, assignment::coloring).saved.footprint_bytes <= by_mod.saved.footprint_bytes);
 }
@@ -216,6 +226,50 @@ TEST_CASE("a union replays over the bounded layout's copies and opens none where
   CHECK(check_packed(union_of_counts, frame_bytes, replayed).empty());
   CHECK(copies_used(replayed.maps) == copies_used(alone.maps));
   CHECK(replayed.footprint == alone.footprint);
+}
+
+TEST_CASE("returned gradients stay at their live bound under the schedule rule", "[plan][slot_map][gradients]") {
+  // The runtime example's pipeline (PP 4 rank 0, VPP 2, M 8, two layers): maps laid out at the live
+  // bound once left the gradients an odd cycle (three regions where m mod S needs two).
+  for (int rank = 0; rank < 4; ++rank) {
+    INFO("rank " << rank);
+    problem p = one_branch({schedule::interleaved(4, rank, 8, 2, 4)}, {2}, slot_rule::mod, 64 * MiB);
+    p.branches = {{"cp1", 64 * MiB, 64 * MiB}, {"cp2", 32 * MiB, 32 * MiB}};
+    const plan by_mod = checked_plan(p);
+    p.rule = slot_rule::schedule;
+    for (int budget : {twice_modulo_copies, 0}) {
+      p.max_copies = budget;
+      const plan mapped = checked_plan(p);
+      CHECK(mapped.saved.footprint_bytes <= by_mod.saved.footprint_bytes);
+      CHECK(mapped.grad.footprint_bytes <= by_mod.grad.footprint_bytes);
+      CHECK(mapped.grad.footprint_bytes == mapped.grad.live_bound_bytes);
+    }
+  }
+}
+
+TEST_CASE("copies split by backward parity serve one parity each and keep every map valid", "[plan][slot_map][gradients]") {
+  const std::vector<schedule> schedules = interleaved_counts(4, 2, 2, 30, 32);
+  const std::vector<slot_map> maps = schedule_maps(schedules, {8 * MiB, 16 * MiB}, 1000, region_choice::lowest);
+  const int copies = copies_used(maps);
+  const parity_maps split = split_by_backward_parity(schedules, maps, copies, {true, true});
+  CHECK(split.copies > copies);  // these maps mix parities in some copy
+  CHECK(split.copies <= 2 * copies);
+  // Valid for every schedule (liveness throws otherwise), and one parity per (chunk, copy).
+  CHECK_NOTHROW(analyze(schedules, split.maps, split.copies, false));
+  std::vector<std::vector<int>> parities(2, std::vector<int>(static_cast<std::size_t>(split.copies), 0));
+  for (std::size_t k = 0; k < schedules.size(); ++k) {
+    int backwards = 0;
+    for (const event& e : schedules[k].events()) {
+      if (e.kind != phase::backward) continue;
+      const int copy = split.maps[k].slots[static_cast<std::size_t>(e.chunk)][static_cast<std::size_t>(e.microbatch)];
+      CHECK(split.source[static_cast<std::size_t>(e.chunk)][static_cast<std::size_t>(copy)] ==
+            maps[k].slots[static_cast<std::size_t>(e.chunk)][static_cast<std::size_t>(e.microbatch)]);
+      parities[static_cast<std::size_t>(e.chunk)][static_cast<std::size_t>(copy)] |= 1 << (backwards++ % 2);
+    }
+  }
+  for (const std::vector<int>& row : parities) {
+    for (int used : row) CHECK(used != 3);
+  }
 }
 
 TEST_CASE("a layout packing reports no layout when the copies budget runs out", "[plan][slot_map]") {

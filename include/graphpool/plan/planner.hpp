@@ -19,6 +19,7 @@
 #include "graphpool/error.hpp"
 #include "graphpool/plan/coloring.hpp"
 #include "graphpool/plan/conflict_graph.hpp"
+#include "graphpool/plan/gradient_parity.hpp"
 #include "graphpool/plan/liveness.hpp"
 #include "graphpool/plan/placement.hpp"
 #include "graphpool/plan/schedule.hpp"
@@ -243,6 +244,10 @@ inline constexpr search_effort full_effort{};
 /// bound is a lower bound already, and there are several of them.
 inline constexpr search_effort candidate_effort{1'000'000, 1'000'000, false};
 
+/// The effort for a plan whose layout is given and already searched (the same frames at the same bytes,
+/// on more copies): the clique and the placement each take one greedy pass.
+inline constexpr search_effort given_effort{0, 0, false};
+
 /// Offsets for `weights` over `graph`: the best seeded search, or the coloring's arenas stacked,
 /// whichever is smaller (so offsets never lose to the coloring).
 [[nodiscard]] inline placement place(const conflict_graph& graph, const std::vector<std::size_t>& weights,
@@ -430,7 +435,9 @@ struct frame_sizes {
   result.saved.lower_bound_bytes = heaviest.weight;
   result.saved.lower_bound_exact = heaviest.exact;
   const coloring baseline = dsatur(frame_graph, frame_weights);
-  const bool refine = !given_optimal && (mode == assignment::coloring || effort.refine_coloring);
+  // A given layout is kept without a search at the live bound, or when the effort allows no placement search.
+  const bool keep_given = given_optimal || (!given.offsets.empty() && effort.placement == 0);
+  const bool refine = !keep_given && (mode == assignment::coloring || effort.refine_coloring);
   const coloring colors = refine ? best_coloring(frame_graph, frame_weights, baseline) : baseline;
   result.saved.coloring_bytes = baseline.bytes;
   result.saved.coloring_arenas = baseline.arenas();
@@ -448,14 +455,14 @@ struct frame_sizes {
     // where whole groups cannot, around an odd cycle of groups), and the frame coloring stacked (so
     // offsets never take more than the coloring): the smallest wins.
     const placement groups_placed =
-        given_optimal ? placement{std::vector<std::size_t>(groups, 0), given.footprint}
+        keep_given ? placement{std::vector<std::size_t>(groups, 0), given.footprint}
                       : detail::place(live.saved, group_weights, live.alive_events, group_coloring, group_slots,
                                       heaviest.weight, effort.placement);
     std::size_t footprint = groups_placed.footprint;
     for (std::size_t f = 0; f < n; ++f) {
       result.frames[f].offset += groups_placed.offsets[live.group(result.frames[f].chunk, result.frames[f].slot)];
     }
-    if (footprint > heaviest.weight && !given_optimal) {
+    if (footprint > heaviest.weight && !keep_given) {
       std::vector<std::size_t> frame_lifetimes(n);
       std::vector<std::size_t> frame_slots(n);
       for (std::size_t f = 0; f < n; ++f) {
@@ -470,7 +477,7 @@ struct frame_sizes {
         for (std::size_t f = 0; f < n; ++f) result.frames[f].offset = frames_placed.offsets[f];
       }
     }
-    if (!given.offsets.empty() && (given.footprint < footprint || given_optimal)) {
+    if (!given.offsets.empty() && (given.footprint < footprint || keep_given)) {
       footprint = given.footprint;
       for (std::size_t f = 0; f < n; ++f) result.frames[f].offset = given.offsets[f];
     }
@@ -539,6 +546,39 @@ struct frame_sizes {
 
 }  // namespace detail
 
+namespace detail {
+
+/// The schedule rule's `chosen` plan, or the same with its copies split by backward parity
+/// (gradient_parity.hpp) when that needs fewer gradient bytes, no more saved bytes and at most `budget`
+/// copies: the frames keep their offsets (in offsets mode), so the split costs captures only.
+[[nodiscard]] inline plan with_gradient_parity(const problem& p, assignment mode, const frame_sizes& sizes, plan chosen,
+                                               int budget) {
+  if (chosen.grad.footprint_bytes <= chosen.grad.live_bound_bytes) return chosen;
+  std::vector<bool> has_layers;
+  for (int layers : sizes.layers_per_chunk) has_layers.push_back(layers > 0);
+  parity_maps split = split_by_backward_parity(p.schedules, chosen.slot_maps, chosen.slots, has_layers);
+  if (split.copies == chosen.slots || split.copies > budget) return chosen;
+  std::vector<std::vector<std::vector<std::size_t>>> layout;  // offsets[chunk][copy][layer], as chosen placed them
+  if (mode == assignment::offsets) {
+    layout.resize(has_layers.size());
+    for (std::size_t c = 0; c < layout.size(); ++c) {
+      for (int source : split.source[c]) {
+        std::vector<std::size_t>& copy = layout[c].emplace_back();
+        for (const planned_frame& f : chosen.frames) {
+          if (f.chunk == static_cast<int>(c) && f.slot == source) copy.push_back(f.offset);
+        }
+      }
+    }
+  }
+  plan candidate = plan_with_maps(p, mode, sizes, std::move(split.maps), split.copies, false,
+                                  mode == assignment::offsets ? given_effort : candidate_effort, layout);
+  const bool better = candidate.saved.footprint_bytes <= chosen.saved.footprint_bytes &&
+                      candidate.grad.footprint_bytes < chosen.grad.footprint_bytes;
+  return better ? candidate : chosen;
+}
+
+}  // namespace detail
+
 /// @brief The layouts make_plan tries for the schedule rule, in order, until one reaches the live bound:
 /// by forward time with layers apart (equal frames reach the live bound), then offline orders with
 /// whole chunks best-fit, each refined by a squeaky-wheel search, then frames under a height, backing up
@@ -591,10 +631,14 @@ inline constexpr packing layout_packings[] = {
     budget = 1;
     for (const schedule& s : p.schedules) budget = std::max(budget, s.microbatches() * chunks);
   }
+  // Saved bytes first (so never above m mod S's), then returned-gradient bytes, then the fewest copies.
   auto better = [](const plan& a, const plan& b) {
     if (a.saved.footprint_bytes != b.saved.footprint_bytes) return a.saved.footprint_bytes < b.saved.footprint_bytes;
-    if (a.slots != b.slots) return a.slots < b.slots;
-    return a.grad.footprint_bytes < b.grad.footprint_bytes;
+    if (a.grad.footprint_bytes != b.grad.footprint_bytes) return a.grad.footprint_bytes < b.grad.footprint_bytes;
+    return a.slots < b.slots;
+  };
+  auto modulo = [&] {
+    return detail::plan_with_maps(p, mode, sizes, modulo_maps(p.schedules, period), period, false, detail::full_effort);
   };
   // Maps laid out as dynamic storage allocation on the schedules' intervals, several ways; the
   // smallest layout (then the fewest copies) is planned. At the live bound no map can do better.
@@ -622,14 +666,20 @@ inline constexpr packing layout_packings[] = {
   }
   if (packed.valid && packed.footprint <= live_bound) {
     const int copies = copies_used(packed.maps);
-    return detail::plan_with_maps(p, mode, sizes, std::move(packed.maps), copies, false,
-                                  detail::candidate_effort, packed.offsets);
+    plan best = detail::plan_with_maps(p, mode, sizes, std::move(packed.maps), copies, false, detail::candidate_effort,
+                                       packed.offsets);
+    if (best.grad.footprint_bytes <= best.grad.live_bound_bytes) return best;
+    // Gradients above their bound: the copies split by backward parity, or m mod S where it holds as few
+    // saved bytes (with fewer copies).
+    for (plan candidate : {detail::with_gradient_parity(p, mode, sizes, best, budget), modulo()}) {
+      if (better(candidate, best)) best = std::move(candidate);
+    }
+    return best;
   }
   // Above the live bound: m mod S (the fewest copies, and the footprint every map must beat, searched as
   // hard as the mod rule's plan so never above it), regions by start time, and the layout, each through
   // a placement search of bounded effort; the smallest wins.
-  plan best = detail::plan_with_maps(p, mode, sizes, modulo_maps(p.schedules, period), period, false,
-                                                 detail::full_effort);
+  plan best = modulo();
   for (region_choice choice : {region_choice::lowest, region_choice::best_fit}) {
     if (best.saved.footprint_bytes <= best.saved.live_bound_bytes) break;
     std::vector<slot_map> maps = schedule_maps(p.schedules, sizes.chunk_bytes, budget, choice);
@@ -643,7 +693,8 @@ inline constexpr packing layout_packings[] = {
                                             detail::candidate_effort, packed.offsets);
     if (better(candidate, best)) best = std::move(candidate);
   }
-  return best;
+  plan split = detail::with_gradient_parity(p, mode, sizes, best, budget);
+  return better(split, best) ? split : best;
 }
 
 /// @return the microbatch counts `p` has slot maps for, as "8, 4" ("none" without a map), for messages.
