@@ -208,6 +208,15 @@ template <class Taken>
   return static_cast<std::ptrdiff_t>(copies.add(chunk, std::move(placed)));
 }
 
+/// The layout of the anchor schedule (the one the other schedules replay over): its copy table, each
+/// microbatch's copy id (-1: a chunk of no bytes), the footprint; not valid when the copies budget ran out.
+struct anchor_layout {
+  copy_table copies;
+  std::vector<std::ptrdiff_t> copy_of;
+  std::size_t footprint = 0;
+  bool valid = true;
+};
+
 }  // namespace detail
 
 }  // namespace graphpool::plan

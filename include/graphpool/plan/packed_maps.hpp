@@ -20,15 +20,8 @@ namespace graphpool::plan {
 
 namespace detail {
 
-/// The anchor schedule's microbatches placed in `order` (each against those alive beside it, wherever
-/// they were placed): a fresh copy table, each microbatch's copy id (-1: a chunk of no bytes), the footprint.
-struct anchor_layout {
-  copy_table copies;
-  std::vector<std::ptrdiff_t> copy_of;
-  std::size_t footprint = 0;
-  bool valid = true;
-};
-
+/// The anchor schedule's microbatches placed in `order`, each against those alive beside it (wherever
+/// they were placed).
 [[nodiscard]] inline anchor_layout place_anchor(const std::vector<std::vector<std::size_t>>& frame_bytes,
                                                 const std::vector<std::size_t>& chunk_bytes,
                                                 const std::vector<lifetime>& items,
@@ -64,114 +57,6 @@ struct anchor_layout {
     placed.push_back(i);
   }
   return result;
-}
-
-/// The anchor schedule's frames laid out by a height-bounded search (bounded_layout.hpp), at or above
-/// `floor`: a microbatch takes the copy of its chunk whose layers sit at the same offsets, else a new one
-/// (invalid past `budget` copies per chunk).
-[[nodiscard]] inline anchor_layout bounded_anchor(const std::vector<std::vector<std::size_t>>& frame_bytes,
-                                                  const std::vector<lifetime>& items, std::size_t floor, int budget,
-                                                  std::size_t effort) {
-  std::vector<frame_interval> frames;
-  for (const lifetime& item : items) {
-    for (std::size_t bytes : frame_bytes[static_cast<std::size_t>(item.chunk)]) {
-      if (bytes > 0) frames.push_back({item.start, item.end, bytes});
-    }
-  }
-  // The search without a height places every frame in its tightest gap at once: the ceiling to beat.
-  height_search greedy(frames, frames.size() * frames.size() + frames.size());
-  std::vector<std::size_t> offsets = greedy.under(static_cast<std::size_t>(-1), static_cast<std::size_t>(-1));
-  std::size_t ceiling = 0;
-  for (std::size_t f = 0; f < frames.size(); ++f) ceiling = std::max(ceiling, offsets[f] + frames[f].bytes);
-  std::vector<std::size_t> lower = lowest_layout(frames, floor, ceiling, effort);
-  if (!lower.empty()) offsets = std::move(lower);
-
-  anchor_layout result{copy_table(frame_bytes), std::vector<std::ptrdiff_t>(items.size(), -1), 0, true};
-  std::size_t f = 0;
-  for (std::size_t i = 0; i < items.size(); ++i) {
-    const std::vector<std::size_t>& layers = frame_bytes[static_cast<std::size_t>(items[i].chunk)];
-    std::vector<std::size_t> placed(layers.size(), 0);
-    bool any = false;
-    for (std::size_t l = 0; l < layers.size(); ++l) {
-      if (layers[l] == 0) continue;
-      placed[l] = offsets[f++];
-      any = true;
-    }
-    if (!any) continue;
-    std::ptrdiff_t id = -1;
-    for (std::size_t same : result.copies.of_chunk(items[i].chunk)) {
-      if (result.copies.offsets(same) == placed) id = static_cast<std::ptrdiff_t>(same);
-    }
-    if (id < 0) {
-      if (static_cast<int>(result.copies.of_chunk(items[i].chunk).size()) >= budget) {
-        result.valid = false;
-        return result;
-      }
-      id = static_cast<std::ptrdiff_t>(result.copies.add(items[i].chunk, std::move(placed)));
-    }
-    result.copy_of[i] = id;
-    result.footprint = std::max(result.footprint, result.copies.top(static_cast<std::size_t>(id)));
-  }
-  return result;
-}
-
-/// A schedule replayed over the copies laid out already, none added: depth first by forward time, each
-/// microbatch on a copy of its chunk that shares no bytes with the copies alive beside it (lowest top
-/// first), backing up where none is free. Copy id per item of `items` (-1: a chunk of no bytes), or empty
-/// when no such replay was found within `effort` (copies and their overlaps visited).
-[[nodiscard]] inline std::vector<std::ptrdiff_t> replay_over(const copy_table& copies, const std::vector<lifetime>& items,
-                                                             const std::vector<std::size_t>& chunk_bytes,
-                                                             std::size_t effort) {
-  std::vector<std::size_t> placed;  // items of chunks with bytes, by forward time
-  for (std::size_t i = 0; i < items.size(); ++i) {
-    if (chunk_bytes[static_cast<std::size_t>(items[i].chunk)] > 0) placed.push_back(i);
-  }
-  std::vector<std::vector<std::size_t>> beside(placed.size());  // earlier positions alive at each start
-  std::vector<std::size_t> alive;
-  for (std::size_t k = 0; k < placed.size(); ++k) {
-    const lifetime& item = items[placed[k]];
-    alive.erase(std::remove_if(alive.begin(), alive.end(), [&](std::size_t q) { return items[placed[q]].end <= item.start; }),
-                alive.end());
-    beside[k] = alive;
-    alive.push_back(k);
-  }
-  std::vector<std::ptrdiff_t> copy_of(items.size(), -1);
-  std::vector<std::vector<std::size_t>> choices(placed.size());
-  std::vector<std::size_t> next(placed.size(), 0);
-  std::vector<char> blocked(copies.size(), 0);
-  std::size_t k = 0;
-  bool entering = true;
-  while (k < placed.size()) {
-    if (entering) {
-      std::fill(blocked.begin(), blocked.end(), 0);
-      std::size_t cost = 1;
-      for (std::size_t q : beside[k]) {
-        const std::vector<std::size_t>& shared = copies.overlapping(static_cast<std::size_t>(copy_of[placed[q]]));
-        cost += shared.size();
-        for (std::size_t other : shared) blocked[other] = 1;
-      }
-      if (cost > effort) return {};
-      effort -= cost;
-      choices[k].clear();
-      for (std::size_t id : copies.of_chunk(items[placed[k]].chunk)) {
-        if (blocked[id] == 0) choices[k].push_back(id);
-      }
-      std::stable_sort(choices[k].begin(), choices[k].end(),
-                       [&](std::size_t a, std::size_t b) { return copies.top(a) < copies.top(b); });
-      next[k] = 0;
-    }
-    if (next[k] < choices[k].size()) {
-      copy_of[placed[k]] = static_cast<std::ptrdiff_t>(choices[k][next[k]++]);
-      ++k;
-      entering = true;
-      continue;
-    }
-    copy_of[placed[k]] = -1;
-    if (k == 0) return {};
-    --k;
-    entering = false;
-  }
-  return copy_of;
 }
 
 /// Copies of chunks of no bytes: the lowest copy no microbatch of the chunk holds, by forward time.
