@@ -34,8 +34,9 @@ constexpr double quick_offsets_p90 = 1.01;
 constexpr double quick_offsets_worst = 1.23;
 constexpr std::size_t quick_strictly_below_coloring = 40;
 constexpr double quick_schedule_worst = 1.16;
+constexpr double quick_schedule_single_worst = 1.11;  // the height-bounded layout (1.147 without it)
 constexpr std::size_t quick_equal_frames_off_live = 0;
-constexpr std::size_t quick_off_target = 14;  // all "layers 1 heterogeneous"; slot_rule_optimum.py proves some optimal
+constexpr std::size_t quick_off_target = 11;  // all "layers 1 heterogeneous"; slot_rule_optimum.py proves some optimal
 
 struct corpus_case {
   std::string name;
@@ -66,6 +67,10 @@ struct result_row {
   double schedule_ms = 0;
   std::size_t unlimited_bytes = 0;
   int unlimited_copies = 0;
+  std::size_t mod_grad_bytes = 0;  // returned gradients: m mod S, then the schedule rule (default copies, no limit)
+  std::size_t schedule_grad_bytes = 0;
+  std::size_t unlimited_grad_bytes = 0;
+  std::size_t grad_live_bound = 0;
   double unlimited_ms = 0;
 };
 
@@ -310,6 +315,10 @@ int main(int argc, char** argv) {
     const auto t5 = std::chrono::steady_clock::now();
     row.schedule_bytes = budgeted.saved.footprint_bytes;
     row.schedule_copies = budgeted.slots;
+    row.mod_grad_bytes = offsets.grad.footprint_bytes;
+    row.schedule_grad_bytes = budgeted.grad.footprint_bytes;
+    row.unlimited_grad_bytes = unlimited.grad.footprint_bytes;
+    row.grad_live_bound = offsets.grad.live_bound_bytes;
     row.schedule_ms = std::chrono::duration<double, std::milli>(t4 - t3).count();
     row.unlimited_bytes = unlimited.saved.footprint_bytes;
     row.unlimited_copies = unlimited.slots;
@@ -388,6 +397,8 @@ int main(int argc, char** argv) {
   std::size_t schedule_above_mod = 0;
   std::size_t schedule_over_budget = 0;
   std::size_t equal_frames_off_live = 0;
+  std::size_t grads_above_live[3] = {0, 0, 0};  // plans whose returned gradients need more than their live bound
+  std::size_t grads_above_mod = 0;               // schedule rule (default copies): gradients above m mod S's
   std::size_t off_target = 0;  // schedule rule, no copy limit: above 1.05 (single) or 1.10 (unions) of the live bound
   std::size_t strictly_below_coloring = 0;
   const result_row* worst_unlimited = &rows.front();
@@ -403,6 +414,9 @@ int main(int argc, char** argv) {
     schedule_above_mod += r.schedule_bytes > r.offsets ? 1 : 0;
     schedule_over_budget += r.schedule_copies > 2 * r.slots ? 1 : 0;
     equal_frames_off_live += r.equal_frames && r.unlimited_bytes != r.live_bound ? 1 : 0;
+    const std::size_t grads[3] = {r.mod_grad_bytes, r.schedule_grad_bytes, r.unlimited_grad_bytes};
+    for (int k = 0; k < 3; ++k) grads_above_live[k] += grads[k] > r.grad_live_bound ? 1 : 0;
+    grads_above_mod += r.schedule_grad_bytes > r.mod_grad_bytes ? 1 : 0;
     off_target += ratio(r.unlimited_bytes, r.live_bound) > (r.single ? 1.05 : 1.10) ? 1 : 0;
     strictly_below_coloring += r.offsets < r.coloring ? 1 : 0;
     if (ratio(r.unlimited_bytes, r.live_bound) > ratio(worst_unlimited->unlimited_bytes, worst_unlimited->live_bound)) {
@@ -428,6 +442,9 @@ int main(int argc, char** argv) {
               "live bound (no copy limit): %zu plans\n",
               schedule_above_mod, schedule_over_budget, equal_frames_off_live);
   std::printf("schedule rule (no copy limit) above issue 8's targets (1.05 single, 1.10 unions): %zu plans\n", off_target);
+  std::printf("returned gradients above their live bound: m mod S %zu plans, schedule rule %zu (default copies), %zu (no copy "
+              "limit); schedule rule (default copies) above m mod S's gradients: %zu plans\n",
+              grads_above_live[0], grads_above_live[1], grads_above_live[2], grads_above_mod);
 
   // The planning-time target: PP8 VPP4, every M = 1..128, 8 layers per chunk, 4 branches (median of 5).
   problem target;
@@ -523,6 +540,10 @@ int main(int argc, char** argv) {
   std::fprintf(out, "  \"equal_frames_off_live_bound\": %zu,\n  \"offsets_strictly_below_coloring\": %zu,\n",
                equal_frames_off_live, strictly_below_coloring);
   std::fprintf(out, "  \"schedule_rule_off_target\": %zu,\n", off_target);
+  std::fprintf(out,
+               "  \"grads_above_live_bound\": {\"m_mod_s\": %zu, \"default_copies\": %zu, \"no_copy_limit\": %zu},\n"
+               "  \"schedule_rule_grads_above_mod\": %zu,\n",
+               grads_above_live[0], grads_above_live[1], grads_above_live[2], grads_above_mod);
   std::fprintf(out, "  \"reference_pp4_vpp4_arenas\": [%zu, %zu, %zu, %zu],\n", reference_arenas[0], reference_arenas[1],
                reference_arenas[2], reference_arenas[3]);
   std::fprintf(out, "  \"cases\": [\n");
@@ -596,7 +617,8 @@ int main(int argc, char** argv) {
   } else {
     expect(equal_frames_off_live <= quick_equal_frames_off_live, "more equal-frame plans off the live bound than measured");
     expect(off_target <= quick_off_target, "more plans off issue 8's targets (schedule rule, no copy limit) than measured");
-    expect(percentile(rules[2].single, 1.0) <= quick_schedule_worst, "schedule rule single schedules: worst above measured");
+    expect(percentile(rules[2].single, 1.0) <= quick_schedule_single_worst,
+           "schedule rule single schedules: worst above measured");
     expect(percentile(rules[2].unions, 1.0) <= quick_schedule_worst, "schedule rule unions: worst above measured");
     expect(percentile(offsets_ratio, 0.9) <= quick_offsets_p90, "offsets / lower bound p90 above the quick threshold");
     expect(percentile(offsets_ratio, 1.0) <= quick_offsets_worst, "offsets / lower bound worst above the quick threshold");
