@@ -45,9 +45,10 @@ for entry in mapped["slot_maps"]:
     for row in entry["map"]:
         assert len(row) == entry["microbatches"]
         assert all(0 <= copy < mapped["slots"] for copy in row)
-# Issue 8's worst case: the live bound (56 MiB) with 7 copies, where m mod S needs 88 MiB.
+# Issue 8's worst case: the live bound (56 MiB), where m mod S needs 88 MiB, with 7 copies; the copies
+# then split by backward parity (at most twice as many) so that the returned gradients need two regions.
 assert mapped["footprint_bytes"] == mapped["live_bound_bytes"] == 56 << 20, mapped["footprint_bytes"]
-assert mapped["slots"] == 7
+assert 7 <= mapped["slots"] <= 14, mapped["slots"]
 PY
 fi
 tuples=$("$plan" --schedule pp=2,rank=0,microbatches=4 --layers 1 --branch a:1MiB --branch b:1MiB --emit te-slots)

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <iterator>
 #include <numeric>
 #include <random>
 #include <string>
@@ -62,7 +63,17 @@ TEST_CASE("a schedule-aware map reaches the live bound where m mod S cannot (iss
   const plan mapped = checked_plan(by_schedule);
   CHECK(mapped.saved.footprint_bytes == 56 * MiB);
   CHECK(mapped.saved.lower_bound_bytes == 56 * MiB);
-  CHECK(mapped.slots == 7);  // the same number of captured copies
+  // At the live bound the returned gradients close an odd cycle (three or more regions); within the
+  // default budget (twice m mod S's copies) the copies split by backward parity and the gradients take
+  // their live bound. With m mod S's copies alone the saved frames still reach it.
+  CHECK(mapped.slots <= 2 * by_mod.slots);
+  CHECK(mapped.grad.footprint_bytes == mapped.grad.live_bound_bytes);
+  problem same_copies = by_schedule;
+  same_copies.max_copies = by_mod.slots;
+  const plan tight = checked_plan(same_copies);
+  CHECK(tight.saved.footprint_bytes == 56 * MiB);
+  CHECK(tight.slots == by_mod.slots);  // the same number of captured copies
+  CHECK(tight.grad.footprint_bytes > mapped.grad.footprint_bytes);
   CHECK(mapped.rule == slot_rule::schedule);
   CHECK(checked_plan(by_schedule, assignment::coloring).saved.footprint_bytes <= by_mod.saved.footprint_bytes);
 }
@@ -176,6 +187,88 @@ TEST_CASE("every layout packing gives valid maps and layouts, at or above the li
         CHECK(packed.footprint >= live);
       }
     }
+  }
+}
+
+TEST_CASE("the height-bounded search packs unequal frames tighter than every greedy order", "[plan][slot_map]") {
+  // PP 4, VPP 4, M 24, one layer per chunk of 77, 40, 40 and 188 MiB: first fit and best fit in every
+  // order, refined by reordering, leave holes the bounded search fills (it backs up where a frame does
+  // not fit under the height it tries).
+  const std::vector<std::vector<std::size_t>> frame_bytes = {{77 * MiB}, {40 * MiB}, {40 * MiB}, {188 * MiB}};
+  for (int rank : {2, 3}) {
+    INFO("rank " << rank);
+    const std::vector<schedule> schedules{schedule::interleaved(4, rank, 24, 4, 4)};
+    std::size_t greedy = static_cast<std::size_t>(-1);
+    std::size_t bounded = static_cast<std::size_t>(-1);
+    for (const packing& how : layout_packings) {
+      const packed_maps packed = pack_maps(schedules, frame_bytes, 1000, how);
+      REQUIRE(packed.valid);
+      CHECK(check_packed(schedules, frame_bytes, packed).empty());
+      std::size_t& best = how.order == packing_order::bounded ? bounded : greedy;
+      best = std::min(best, packed.footprint);
+    }
+    CHECK(bounded < greedy);
+  }
+}
+
+TEST_CASE("a union replays over the bounded layout's copies and opens none where a replay exists", "[plan][slot_map]") {
+  // PP 4 rank 3, VPP 4, M = 4..32:4, the same unequal chunks: the anchor (M 32) sets the copies; every
+  // other count finds a replay over them by backing up, so the union needs no copy more than M 32 alone.
+  const std::vector<std::vector<std::size_t>> frame_bytes = {{77 * MiB}, {40 * MiB}, {40 * MiB}, {188 * MiB}};
+  std::vector<schedule> union_of_counts;
+  for (int m = 4; m <= 32; m += 4) union_of_counts.push_back(schedule::interleaved(4, 3, m, 4, 4));
+  const packing bounded = layout_packings[std::size(layout_packings) - 1];
+  REQUIRE(bounded.order == packing_order::bounded);
+  const packed_maps alone = pack_maps({union_of_counts.back()}, frame_bytes, 1000, bounded);
+  const packed_maps replayed = pack_maps(union_of_counts, frame_bytes, 1000, bounded);
+  REQUIRE(alone.valid);
+  REQUIRE(replayed.valid);
+  CHECK(check_packed(union_of_counts, frame_bytes, replayed).empty());
+  CHECK(copies_used(replayed.maps) == copies_used(alone.maps));
+  CHECK(replayed.footprint == alone.footprint);
+}
+
+TEST_CASE("returned gradients stay at their live bound under the schedule rule", "[plan][slot_map][gradients]") {
+  // The runtime example's pipeline (PP 4 rank 0, VPP 2, M 8, two layers): maps laid out at the live
+  // bound once left the gradients an odd cycle (three regions where m mod S needs two).
+  for (int rank = 0; rank < 4; ++rank) {
+    INFO("rank " << rank);
+    problem p = one_branch({schedule::interleaved(4, rank, 8, 2, 4)}, {2}, slot_rule::mod, 64 * MiB);
+    p.branches = {{"cp1", 64 * MiB, 64 * MiB}, {"cp2", 32 * MiB, 32 * MiB}};
+    const plan by_mod = checked_plan(p);
+    p.rule = slot_rule::schedule;
+    for (int budget : {twice_modulo_copies, 0}) {
+      p.max_copies = budget;
+      const plan mapped = checked_plan(p);
+      CHECK(mapped.saved.footprint_bytes <= by_mod.saved.footprint_bytes);
+      CHECK(mapped.grad.footprint_bytes <= by_mod.grad.footprint_bytes);
+      CHECK(mapped.grad.footprint_bytes == mapped.grad.live_bound_bytes);
+    }
+  }
+}
+
+TEST_CASE("copies split by backward parity serve one parity each and keep every map valid", "[plan][slot_map][gradients]") {
+  const std::vector<schedule> schedules = interleaved_counts(4, 2, 2, 30, 32);
+  const std::vector<slot_map> maps = schedule_maps(schedules, {8 * MiB, 16 * MiB}, 1000, region_choice::lowest);
+  const int copies = copies_used(maps);
+  const parity_maps split = split_by_backward_parity(schedules, maps, copies, {true, true});
+  CHECK(split.copies > copies);  // these maps mix parities in some copy
+  CHECK(split.copies <= 2 * copies);
+  // Valid for every schedule (liveness throws otherwise), and one parity per (chunk, copy).
+  CHECK_NOTHROW(analyze(schedules, split.maps, split.copies, false));
+  std::vector<std::vector<int>> parities(2, std::vector<int>(static_cast<std::size_t>(split.copies), 0));
+  for (std::size_t k = 0; k < schedules.size(); ++k) {
+    int backwards = 0;
+    for (const event& e : schedules[k].events()) {
+      if (e.kind != phase::backward) continue;
+      const int copy = split.maps[k].slots[static_cast<std::size_t>(e.chunk)][static_cast<std::size_t>(e.microbatch)];
+      CHECK(split.source[static_cast<std::size_t>(e.chunk)][static_cast<std::size_t>(copy)] ==
+            maps[k].slots[static_cast<std::size_t>(e.chunk)][static_cast<std::size_t>(e.microbatch)]);
+      parities[static_cast<std::size_t>(e.chunk)][static_cast<std::size_t>(copy)] |= 1 << (backwards++ % 2);
+    }
+  }
+  for (const std::vector<int>& row : parities) {
+    for (int used : row) CHECK(used != 3);
   }
 }
 

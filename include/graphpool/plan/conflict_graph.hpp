@@ -94,9 +94,9 @@ namespace detail {
 
 class clique_search {
  public:
-  clique_search(const conflict_graph& graph, const std::vector<std::size_t>& weights, std::size_t node_limit,
+  clique_search(const conflict_graph& graph, const std::vector<std::size_t>& weights, std::size_t effort_limit,
                 std::size_t upper_bound)
-      : graph_(graph), weights_(weights), node_limit_(node_limit), upper_bound_(upper_bound) {}
+      : graph_(graph), weights_(weights), effort_limit_(effort_limit), upper_bound_(upper_bound) {}
 
   clique run() {
     const std::size_t n = graph_.size();
@@ -123,7 +123,7 @@ class clique_search {
     std::vector<std::size_t> candidates(by_weight);
     std::vector<std::size_t> current;
     if (best_.weight < upper_bound_) expand(current, 0, candidates);
-    best_.exact = nodes_ <= node_limit_ || best_.weight >= upper_bound_;
+    best_.exact = effort_ <= effort_limit_ || best_.weight >= upper_bound_;
     std::sort(best_.vertices.begin(), best_.vertices.end());
     return best_;
   }
@@ -132,7 +132,9 @@ class clique_search {
   // Branch and bound: colour the candidates greedily; a colour class holds pairwise non-conflicting
   // vertices, so a clique takes at most one of each, and its heaviest member bounds what it adds.
   void expand(std::vector<std::size_t>& current, std::size_t weight, std::vector<std::size_t>& candidates) {
-    if (++nodes_ > node_limit_ || best_.weight >= upper_bound_) return;
+    // A node colours its candidates twice, each pass up to candidates^2 pair tests: that is its effort.
+    effort_ += 1 + candidates.size() * candidates.size();
+    if (effort_ > effort_limit_ || best_.weight >= upper_bound_) return;
     if (candidates.empty()) {
       if (weight > best_.weight) best_ = clique{current, weight, false};
       return;
@@ -163,7 +165,7 @@ class clique_search {
       current.push_back(v);
       expand(current, weight + weights_[v], next);
       current.pop_back();
-      if (nodes_ > node_limit_) return;
+      if (effort_ > effort_limit_) return;
     }
   }
 
@@ -207,25 +209,29 @@ class clique_search {
 
   const conflict_graph& graph_;
   const std::vector<std::size_t>& weights_;
-  std::size_t node_limit_;
+  std::size_t effort_limit_;
   std::size_t upper_bound_;
-  std::size_t nodes_ = 0;
+  std::size_t effort_ = 0;
   clique best_;
 };
 
 }  // namespace detail
 
+/// @brief How much work max_weight_clique does by default, in candidate pairs tested (a few ns each):
+/// enough to finish on most plans, and a bound on the time of the rest.
+inline constexpr std::size_t default_clique_effort = 50'000'000;
+
 /// @brief The heaviest clique (vertices that pairwise conflict) of `graph` under `weights`.
 ///
-/// Exact branch and bound up to `node_limit` search nodes; past that the heaviest clique found so far
-/// is returned with `exact = false` — still a valid lower bound for any placement. A clique that
-/// reaches `upper_bound` (known to bound every clique, e.g. the bytes of a valid coloring) ends the
-/// search as proven heaviest.
+/// Exact branch and bound up to `effort_limit` candidate pairs tested; past that the heaviest clique
+/// found so far is returned with `exact = false` — still a valid lower bound for any placement. A
+/// clique that reaches `upper_bound` (known to bound every clique, e.g. the bytes of a valid coloring)
+/// ends the search as proven heaviest.
 [[nodiscard]] inline clique max_weight_clique(const conflict_graph& graph, const std::vector<std::size_t>& weights,
-                                              std::size_t node_limit = 2'000'000,
+                                              std::size_t effort_limit = default_clique_effort,
                                               std::size_t upper_bound = static_cast<std::size_t>(-1)) {
   if (graph.size() == 0) return clique{{}, 0, true};
-  return detail::clique_search(graph, weights, node_limit, upper_bound).run();
+  return detail::clique_search(graph, weights, effort_limit, upper_bound).run();
 }
 
 }  // namespace graphpool::plan

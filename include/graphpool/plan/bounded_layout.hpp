@@ -1,0 +1,248 @@
+#pragma once
+/// @file bounded_layout.hpp
+/// @brief Depth-first searches over one schedule, by forward time, backing up where a step fails, within
+/// a bound on the work: its frames laid out under a height (each in a gap among the frames alive beside
+/// it, tightest first; the lowest height by bisection), and a replay over copies laid out already.
+///
+/// Greedy placements (first or best fit, in any order, refined by reordering) leave holes that unequal
+/// frames cannot fill; under a height that is too low a frame that does not fit sends the search back
+/// to try the frames before it elsewhere, which finds packings no greedy order reaches.
+/// Host-only: no CUDA header.
+
+#include <algorithm>
+#include <cstddef>
+#include <utility>
+#include <vector>
+
+#include "graphpool/plan/copy_table.hpp"
+
+namespace graphpool::plan::detail {
+
+/// One frame of one schedule: alive from event `start` to event `end`, `bytes` large.
+struct frame_interval {
+  std::size_t start = 0;
+  std::size_t end = 0;
+  std::size_t bytes = 0;
+};
+
+/// Depth-first layout of `frames` (sorted by start) under a height, within `effort` frames visited in all.
+class height_search {
+ public:
+  height_search(const std::vector<frame_interval>& frames, std::size_t effort)
+      : frames_(frames), beside_(frames.size()), effort_(effort) {
+    // The frames alive when frame k starts: those before it that end after its start.
+    std::vector<std::size_t> alive;
+    for (std::size_t k = 0; k < frames.size(); ++k) {
+      alive.erase(std::remove_if(alive.begin(), alive.end(), [&](std::size_t q) { return frames[q].end <= frames[k].start; }),
+                  alive.end());
+      beside_[k] = alive;
+      alive.push_back(k);
+    }
+  }
+
+  /// @return offsets (per frame) of a layout under `height`, or empty when none was found with the effort left.
+  [[nodiscard]] std::vector<std::size_t> under(std::size_t height, std::size_t effort) {
+    std::vector<std::size_t> offsets(frames_.size(), 0);
+    if (frames_.empty()) return offsets;
+    const std::size_t granted = std::min(effort, effort_);
+    std::size_t budget = granted;
+    // choices[k]: the candidate offsets of frame k (tightest gap first); next[k]: the one to try after.
+    std::vector<std::vector<std::size_t>> choices(frames_.size());
+    std::vector<std::size_t> next(frames_.size(), 0);
+    std::size_t k = 0;
+    bool entering = true;
+    while (true) {
+      if (entering) {
+        const std::size_t cost = beside_[k].size() + 1;
+        if (cost > budget) break;
+        budget -= cost;
+        choices[k] = candidates(k, offsets, height);
+        next[k] = 0;
+      }
+      if (next[k] < choices[k].size()) {
+        offsets[k] = choices[k][next[k]++];
+        if (++k == frames_.size()) {
+          effort_ -= granted - budget;
+          return offsets;
+        }
+        entering = true;
+        continue;
+      }
+      if (k == 0) break;  // every choice of the first frame failed: nothing fits under this height
+      --k;
+      entering = false;
+    }
+    effort_ -= granted - budget;
+    return {};
+  }
+
+  /// @return the effort not spent yet.
+  [[nodiscard]] std::size_t effort_left() const noexcept { return effort_; }
+
+ private:
+  // Offsets where frame k fits under `height` among the frames alive beside it: the bottom and the top
+  // of every gap that holds it, tightest gap first.
+  [[nodiscard]] std::vector<std::size_t> candidates(std::size_t k, const std::vector<std::size_t>& offsets,
+                                                    std::size_t height) const {
+    const std::size_t bytes = frames_[k].bytes;
+    std::vector<std::pair<std::size_t, std::size_t>> taken;
+    for (std::size_t q : beside_[k]) taken.emplace_back(offsets[q], offsets[q] + frames_[q].bytes);
+    std::sort(taken.begin(), taken.end());
+    std::vector<std::pair<std::size_t, std::size_t>> ranked;  // (gap, offset)
+    auto gap = [&](std::size_t from, std::size_t to) {
+      if (to < from + bytes) return;
+      ranked.emplace_back(to - from, from);
+      if (to - bytes != from) ranked.emplace_back(to - from, to - bytes);
+    };
+    std::size_t cursor = 0;
+    for (const auto& [start, end] : taken) {
+      if (start > cursor) gap(cursor, start);
+      cursor = std::max(cursor, end);
+    }
+    if (height > cursor) gap(cursor, height);
+    std::sort(ranked.begin(), ranked.end());
+    std::vector<std::size_t> result;
+    for (const auto& [size, offset] : ranked) result.push_back(offset);
+    return result;
+  }
+
+  const std::vector<frame_interval>& frames_;
+  std::vector<std::vector<std::size_t>> beside_;
+  std::size_t effort_;
+};
+
+/// @return the lowest layout of `frames` (sorted by start) found under heights from `floor` (no layout is
+/// lower: the most bytes alive at once) up to `ceiling` (exclusive: a layout known already), by
+/// bisection within `effort` frames visited; empty when none was found below `ceiling`.
+[[nodiscard]] inline std::vector<std::size_t> lowest_layout(const std::vector<frame_interval>& frames, std::size_t floor,
+                                                            std::size_t ceiling, std::size_t effort) {
+  height_search search(frames, effort);
+  std::vector<std::size_t> best;
+  std::size_t low = floor;  // heights below `low` failed (or cannot fit)
+  std::size_t high = ceiling;  // a layout under `high` is known (or none is wanted)
+  for (int attempt = 0; attempt < 8 && low < high && search.effort_left() > 0; ++attempt) {
+    // The floor first (often reachable), then halfway; each attempt gets an equal share of what is left.
+    const std::size_t height = attempt == 0 ? low : low + (high - low) / 2;
+    std::vector<std::size_t> offsets = search.under(height, search.effort_left() / static_cast<std::size_t>(8 - attempt));
+    if (offsets.empty()) {
+      low = height + 1;
+      continue;
+    }
+    std::size_t top = 0;
+    for (std::size_t f = 0; f < frames.size(); ++f) top = std::max(top, offsets[f] + frames[f].bytes);
+    high = top;
+    best = std::move(offsets);
+  }
+  return best;
+}
+
+/// The anchor schedule's frames laid out by a height-bounded search (bounded_layout.hpp), at or above
+/// `floor`: a microbatch takes the copy of its chunk whose layers sit at the same offsets, else a new one
+/// (invalid past `budget` copies per chunk).
+[[nodiscard]] inline anchor_layout bounded_anchor(const std::vector<std::vector<std::size_t>>& frame_bytes,
+                                                  const std::vector<lifetime>& items, std::size_t floor, int budget,
+                                                  std::size_t effort) {
+  std::vector<frame_interval> frames;
+  for (const lifetime& item : items) {
+    for (std::size_t bytes : frame_bytes[static_cast<std::size_t>(item.chunk)]) {
+      if (bytes > 0) frames.push_back({item.start, item.end, bytes});
+    }
+  }
+  // The search without a height places every frame in its tightest gap at once: the ceiling to beat.
+  height_search greedy(frames, frames.size() * frames.size() + frames.size());
+  std::vector<std::size_t> offsets = greedy.under(static_cast<std::size_t>(-1), static_cast<std::size_t>(-1));
+  std::size_t ceiling = 0;
+  for (std::size_t f = 0; f < frames.size(); ++f) ceiling = std::max(ceiling, offsets[f] + frames[f].bytes);
+  std::vector<std::size_t> lower = lowest_layout(frames, floor, ceiling, effort);
+  if (!lower.empty()) offsets = std::move(lower);
+
+  anchor_layout result{copy_table(frame_bytes), std::vector<std::ptrdiff_t>(items.size(), -1), 0, true};
+  std::size_t f = 0;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    const std::vector<std::size_t>& layers = frame_bytes[static_cast<std::size_t>(items[i].chunk)];
+    std::vector<std::size_t> placed(layers.size(), 0);
+    bool any = false;
+    for (std::size_t l = 0; l < layers.size(); ++l) {
+      if (layers[l] == 0) continue;
+      placed[l] = offsets[f++];
+      any = true;
+    }
+    if (!any) continue;
+    std::ptrdiff_t id = -1;
+    for (std::size_t same : result.copies.of_chunk(items[i].chunk)) {
+      if (result.copies.offsets(same) == placed) id = static_cast<std::ptrdiff_t>(same);
+    }
+    if (id < 0) {
+      if (static_cast<int>(result.copies.of_chunk(items[i].chunk).size()) >= budget) {
+        result.valid = false;
+        return result;
+      }
+      id = static_cast<std::ptrdiff_t>(result.copies.add(items[i].chunk, std::move(placed)));
+    }
+    result.copy_of[i] = id;
+    result.footprint = std::max(result.footprint, result.copies.top(static_cast<std::size_t>(id)));
+  }
+  return result;
+}
+
+/// A schedule replayed over the copies laid out already, none added: depth first by forward time, each
+/// microbatch on a copy of its chunk that shares no bytes with the copies alive beside it (lowest top
+/// first), backing up where none is free. Copy id per item of `items` (-1: a chunk of no bytes), or empty
+/// when no such replay was found within `effort` (copies and their overlaps visited).
+[[nodiscard]] inline std::vector<std::ptrdiff_t> replay_over(const copy_table& copies, const std::vector<lifetime>& items,
+                                                             const std::vector<std::size_t>& chunk_bytes,
+                                                             std::size_t effort) {
+  std::vector<std::size_t> placed;  // items of chunks with bytes, by forward time
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (chunk_bytes[static_cast<std::size_t>(items[i].chunk)] > 0) placed.push_back(i);
+  }
+  std::vector<std::vector<std::size_t>> beside(placed.size());  // earlier positions alive at each start
+  std::vector<std::size_t> alive;
+  for (std::size_t k = 0; k < placed.size(); ++k) {
+    const lifetime& item = items[placed[k]];
+    alive.erase(std::remove_if(alive.begin(), alive.end(), [&](std::size_t q) { return items[placed[q]].end <= item.start; }),
+                alive.end());
+    beside[k] = alive;
+    alive.push_back(k);
+  }
+  std::vector<std::ptrdiff_t> copy_of(items.size(), -1);
+  std::vector<std::vector<std::size_t>> choices(placed.size());
+  std::vector<std::size_t> next(placed.size(), 0);
+  std::vector<char> blocked(copies.size(), 0);
+  std::size_t k = 0;
+  bool entering = true;
+  while (k < placed.size()) {
+    if (entering) {
+      std::fill(blocked.begin(), blocked.end(), 0);
+      std::size_t cost = 1;
+      for (std::size_t q : beside[k]) {
+        const std::vector<std::size_t>& shared = copies.overlapping(static_cast<std::size_t>(copy_of[placed[q]]));
+        cost += shared.size();
+        for (std::size_t other : shared) blocked[other] = 1;
+      }
+      if (cost > effort) return {};
+      effort -= cost;
+      choices[k].clear();
+      for (std::size_t id : copies.of_chunk(items[placed[k]].chunk)) {
+        if (blocked[id] == 0) choices[k].push_back(id);
+      }
+      std::stable_sort(choices[k].begin(), choices[k].end(),
+                       [&](std::size_t a, std::size_t b) { return copies.top(a) < copies.top(b); });
+      next[k] = 0;
+    }
+    if (next[k] < choices[k].size()) {
+      copy_of[placed[k]] = static_cast<std::ptrdiff_t>(choices[k][next[k]++]);
+      ++k;
+      entering = true;
+      continue;
+    }
+    copy_of[placed[k]] = -1;
+    if (k == 0) return {};
+    --k;
+    entering = false;
+  }
+  return copy_of;
+}
+
+
+}  // namespace graphpool::plan::detail
