@@ -102,6 +102,7 @@ graphpool_status graphpool_torch_create(int device, const char* const* branches,
     if (the_plugin) throw graphpool::error("graphpool_torch_create: a plug-in exists already; call graphpool_torch_destroy first");
     std::vector<std::string> names = strings(branches, branch_count, "branches");
     const std::vector<std::string> specs = strings(schedules, schedule_count, "schedules");
+    static_cast<void>(graphpool::bindings::parse_schedules(specs));  // bad input is named before the device is asked
     int devices = 0;
     GRAPHPOOL_CUDA_TRY(cudaGetDeviceCount(&devices), "graphpool_torch_create: counting devices");
     if (device < 0 || device >= devices) {

@@ -1,0 +1,83 @@
+/* The PyTorch plug-in's C calls, from C: errors before a plug-in exists and for bad input (no device
+ * needed); with --device, a plug-in's segments and bookkeeping end to end (exit 77 without a device). */
+#include <graphpool/torch_allocator.h>
+
+#include <stdio.h>
+#include <string.h>
+
+static int failures = 0;
+
+#define CHECK(condition)                                                                                    \
+  do {                                                                                                      \
+    if (!(condition)) {                                                                                     \
+      fprintf(stderr, "%s:%d: CHECK(%s) failed; last error: %s\n", __FILE__, __LINE__, #condition,          \
+              graphpool_last_error());                                                                      \
+      ++failures;                                                                                           \
+    }                                                                                                       \
+  } while (0)
+
+static int said(const char* text) { return strstr(graphpool_last_error(), text) != NULL; }
+
+static int device_part(void);
+
+int main(int argc, char** argv) {
+  if (argc > 1 && strcmp(argv[1], "--device") == 0) return device_part();
+  const char* branches[] = {"cp1", "cp2"};
+  const char* in_flight[] = {"order=1,1,-1,-1"};
+  const char* bad[] = {"pp=4,microbatches=8"};
+  size_t held = 99;
+  int chunks = 0;
+  int slots = 0;
+
+  /* No plug-in: every call says to make one first; destroy has nothing to do. */
+  CHECK(graphpool_torch_shape(&chunks, &slots) == GRAPHPOOL_ERROR && said("call graphpool_torch_create first"));
+  CHECK(graphpool_torch_select(0, 0, 0) == GRAPHPOOL_ERROR && said("call graphpool_torch_create first"));
+  CHECK(graphpool_torch_malloc(1024, 0, NULL) == NULL && said("call graphpool_torch_create first"));
+  graphpool_torch_free((void*)0x1000, 16, 0, NULL); /* not a segment: ignored, said on stderr */
+  CHECK(graphpool_torch_destroy(&held) == GRAPHPOOL_OK && held == 0);
+  CHECK(graphpool_torch_destroy(NULL) == GRAPHPOOL_ERROR && said("still_held is null"));
+
+  /* Bad input is named before any device is asked. */
+  CHECK(graphpool_torch_create(0, NULL, 2, in_flight, 1, 0) == GRAPHPOOL_ERROR && said("branches is null"));
+  CHECK(graphpool_torch_create(0, branches, 2, bad, 1, 0) == GRAPHPOOL_ERROR &&
+        said("pp, rank and microbatches are required"));
+  CHECK(graphpool_torch_create(0, branches, 2, NULL, 0, 0) == GRAPHPOOL_ERROR && said("no schedule given"));
+  if (failures == 0) printf("torch C API: the checks without a plug-in passed\n");
+  return failures == 0 ? 0 : 1;
+}
+
+static int device_part(void) {
+  const char* branches[] = {"cp1", "cp2"};
+  const char* in_flight[] = {"order=1,1,-1,-1"};
+  const char* twice[] = {"cp1", "cp1"};
+  size_t held = 99;
+  size_t bytes = 0;
+  int chunks = 0;
+  int slots = 0;
+  if (graphpool_torch_create(0, branches, 2, in_flight, 1, 0) != GRAPHPOOL_OK) {
+    printf("torch C API: skipped: no CUDA device (%s)\n", graphpool_last_error());
+    return 77;
+  }
+  CHECK(graphpool_torch_create(0, twice, 2, in_flight, 1, 0) == GRAPHPOOL_ERROR && said("a plug-in exists already"));
+  CHECK(graphpool_torch_shape(&chunks, &slots) == GRAPHPOOL_OK && chunks == 1 && slots == 2);
+  int slot = -1;
+  CHECK(graphpool_torch_slot_of(2, 0, 1, &slot) == GRAPHPOOL_OK && slot == 1);
+  CHECK(graphpool_torch_slot_of(3, 0, 1, &slot) == GRAPHPOOL_ERROR && said("no slot map for a schedule of 3"));
+  CHECK(graphpool_torch_malloc(1 << 20, 0, NULL) == NULL && said("no frame selected"));
+  CHECK(graphpool_torch_select(0, 1, 1) == GRAPHPOOL_OK);
+  void* segment = graphpool_torch_malloc(3 << 20, 0, NULL);
+  CHECK(segment != NULL);
+  CHECK(graphpool_torch_malloc(1 << 20, 1, NULL) == NULL && said("device 1"));
+  CHECK(graphpool_torch_used_bytes(0, 1, 1, &bytes) == GRAPHPOOL_OK && bytes == (3u << 20));
+  CHECK(graphpool_torch_physical_bytes(&bytes) == GRAPHPOOL_OK && bytes >= (3u << 20));
+  CHECK(graphpool_torch_live_segments(&bytes) == GRAPHPOOL_OK && bytes == 1);
+  CHECK(graphpool_torch_deselect() == GRAPHPOOL_OK);
+  /* Destroyed while a segment is held: retired, and freed with that segment. */
+  CHECK(graphpool_torch_destroy(&held) == GRAPHPOOL_OK && held == 1);
+  CHECK(graphpool_torch_shape(&chunks, &slots) == GRAPHPOOL_ERROR);
+  graphpool_torch_free(segment, 3 << 20, 0, NULL);
+  CHECK(graphpool_torch_create(0, branches, 2, in_flight, 1, 0) == GRAPHPOOL_OK);
+  CHECK(graphpool_torch_destroy(&held) == GRAPHPOOL_OK && held == 0);
+  if (failures == 0) printf("torch C API: the device checks passed\n");
+  return failures == 0 ? 0 : 1;
+}
