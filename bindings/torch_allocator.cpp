@@ -101,8 +101,9 @@ graphpool_status graphpool_torch_create(int device, const char* const* branches,
     std::lock_guard<std::mutex> lock(plugin_mutex);
     if (the_plugin) throw graphpool::error("graphpool_torch_create: a plug-in exists already; call graphpool_torch_destroy first");
     std::vector<std::string> names = strings(branches, branch_count, "branches");
-    const std::vector<std::string> specs = strings(schedules, schedule_count, "schedules");
-    static_cast<void>(graphpool::bindings::parse_schedules(specs));  // bad input is named before the device is asked
+    // Bad input is named before the device is asked.
+    std::vector<graphpool::plan::schedule> parsed =
+        graphpool::bindings::parse_schedules(strings(schedules, schedule_count, "schedules"));
     int devices = 0;
     GRAPHPOOL_CUDA_TRY(cudaGetDeviceCount(&devices), "graphpool_torch_create: counting devices");
     if (device < 0 || device >= devices) {
@@ -116,7 +117,7 @@ graphpool_status graphpool_torch_create(int device, const char* const* branches,
     }
     const std::size_t granularity = graphpool::shared_window_arena(device, 1, 1).granularity();
     the_plugin = std::make_unique<plugin>(
-        device, std::move(names), specs, window_capacity, granularity,
+        device, std::move(names), std::move(parsed), window_capacity, granularity,
         [device](std::size_t windows, std::size_t capacity) {
           return std::make_unique<graphpool::shared_window_arena>(device, windows, capacity);
         },
@@ -146,6 +147,10 @@ graphpool_status graphpool_torch_shape(int* chunks, int* slots) {
     out(chunks, "chunks") = p.pool().chunks();
     out(slots, "slots") = p.pool().slots();
   });
+}
+
+graphpool_status graphpool_torch_first_microbatches(int* microbatches) {
+  return with_plugin([&](plugin& p) { out(microbatches, "microbatches") = p.first_microbatches(); });
 }
 
 graphpool_status graphpool_torch_slot_of(int microbatches, int chunk, int microbatch, int* slot) {

@@ -42,12 +42,12 @@ class torch_plugin {
  public:
   using pool_type = segment_pool<Arena>;
 
-  /// @brief A plug-in on `device` for `branches` over the schedules `specs` (see parse_schedules), with
-  /// physical pages of `granularity` bytes.
-  torch_plugin(int device, std::vector<std::string> branches, const std::vector<std::string>& specs,
+  /// @brief A plug-in on `device` for `branches` over `schedules` (parse_schedules reads them from text),
+  /// with physical pages of `granularity` bytes.
+  torch_plugin(int device, std::vector<std::string> branches, std::vector<plan::schedule> schedules,
                std::size_t window_capacity, std::size_t granularity, typename pool_type::arena_factory make_arena,
                typename pool_type::block_factory make_block)
-      : device_(device), granularity_(granularity), schedules_(parse_schedules(specs)),
+      : device_(device), granularity_(granularity), schedules_(std::move(schedules)),
         shape_(shape_of(schedules_, branches)),
         pool_(std::move(make_arena), std::move(make_block), shape_.chunks, shape_.slots, std::move(branches), window_capacity,
               granularity) {}
@@ -70,6 +70,9 @@ class torch_plugin {
     }
     return map.slots[static_cast<std::size_t>(chunk)][static_cast<std::size_t>(microbatch)];
   }
+
+  /// @return the microbatches of the first schedule given (the one a step replays unless told otherwise).
+  [[nodiscard]] int first_microbatches() const { return shape_.slot_maps.front().microbatches; }
 
   /// @brief What the frames take. Before lay_out(): each (chunk, slot) frame holds every page its
   /// largest branch used. After: the frames' persistent pages as planned, plus the shared scratch.

@@ -48,6 +48,9 @@ graphpool_status graphpool_torch_destroy(size_t* still_held);
 /* Chunks and slots (captured copies per chunk) of the plug-in. */
 graphpool_status graphpool_torch_shape(int* chunks, int* slots);
 
+/* The microbatches of the first schedule given (a step replays it unless told another count). */
+graphpool_status graphpool_torch_first_microbatches(int* microbatches);
+
 /* The slot (captured copy) microbatch `microbatch` of chunk `chunk` replays in the schedule of
  * `microbatches` microbatches. Fails, naming the schedules planned, for a count that was not given. */
 graphpool_status graphpool_torch_slot_of(int microbatches, int chunk, int microbatch, int* slot);

@@ -175,13 +175,13 @@ class GraphedVariants:
 
     def begin_step(self, microbatches: int) -> None:
         """The schedule of `microbatches` microbatches runs next (its slot map places them)."""
-        self._microbatches = microbatches
         self._plugin.slot_of(microbatches, 0, 0)  # raises, naming the schedules planned, for an unknown count
+        self._microbatches = microbatches
 
     def slot_of(self, chunk: int, microbatch: int) -> int:
         microbatches = self._microbatches
         if microbatches is None:
-            microbatches = self._default_microbatches()
+            microbatches = self._microbatches = self._plugin.first_microbatches()
         key = (microbatches, chunk, microbatch)
         slot = self._slots.get(key)
         if slot is None:
@@ -192,16 +192,6 @@ class GraphedVariants:
                                      f"captured for {self._plugin.schedules}; call begin_step(M) to replay the "
                                      "schedule of M microbatches, or capture with a larger in_flight / more schedules") from None
         return slot
-
-    def _default_microbatches(self) -> int:
-        for m in range(1, 4097):
-            try:
-                self._plugin.slot_of(m, 0, 0)
-            except GraphpoolError:
-                continue
-            self._microbatches = m
-            return m
-        raise GraphpoolError("graphpool_torch: no schedule planned")
 
     def variant_of(self, args: tuple, chunk: int = 0) -> int:
         key = _signature(args)

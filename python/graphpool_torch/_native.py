@@ -76,6 +76,7 @@ def library() -> ctypes.CDLL:
             "graphpool_torch_deselect": [],
             "graphpool_torch_used_bytes": [ctypes.c_int, ctypes.c_int, ctypes.c_int, size_p],
             "graphpool_torch_frame_physical_bytes": [ctypes.c_int, ctypes.c_int, size_p],
+            "graphpool_torch_first_microbatches": [int_p],
             "graphpool_torch_physical_bytes": [size_p],
             "graphpool_torch_live_segments": [size_p],
             "graphpool_torch_plan_bytes": [size_p, size_p, size_p],

@@ -36,6 +36,12 @@ class Plugin:
         self.chunks, self.slots = chunks.value, slots.value
         self.alive = True
 
+    def first_microbatches(self) -> int:
+        """The microbatches of the first schedule given."""
+        count = ctypes.c_int(0)
+        _native.call("graphpool_torch_first_microbatches", ctypes.byref(count))
+        return count.value
+
     def slot_of(self, microbatches: int, chunk: int, microbatch: int) -> int:
         slot = ctypes.c_int(0)
         _native.call("graphpool_torch_slot_of", microbatches, chunk, microbatch, ctypes.byref(slot))
@@ -52,9 +58,6 @@ class Plugin:
 
     def used_bytes(self, chunk: int, slot: int, branch: int) -> int:
         return _native.size_out("graphpool_torch_used_bytes", chunk, slot, branch)
-
-    def frame_physical_bytes(self, chunk: int, slot: int) -> int:
-        return _native.size_out("graphpool_torch_frame_physical_bytes", chunk, slot)
 
     def physical_bytes(self) -> int:
         return _native.size_out("graphpool_torch_physical_bytes")

@@ -16,14 +16,15 @@ static int failures = 0;
     }                                                                                                       \
   } while (0)
 
+static const char* branches[] = {"cp1", "cp2"};
+static const char* in_flight[] = {"order=1,1,-1,-1"};
+
 static int said(const char* text) { return strstr(graphpool_last_error(), text) != NULL; }
 
 static int device_part(void);
 
 int main(int argc, char** argv) {
   if (argc > 1 && strcmp(argv[1], "--device") == 0) return device_part();
-  const char* branches[] = {"cp1", "cp2"};
-  const char* in_flight[] = {"order=1,1,-1,-1"};
   const char* bad[] = {"pp=4,microbatches=8"};
   size_t held = 99;
   int chunks = 0;
@@ -47,8 +48,6 @@ int main(int argc, char** argv) {
 }
 
 static int device_part(void) {
-  const char* branches[] = {"cp1", "cp2"};
-  const char* in_flight[] = {"order=1,1,-1,-1"};
   const char* twice[] = {"cp1", "cp1"};
   size_t held = 99;
   size_t bytes = 0;
@@ -60,6 +59,8 @@ static int device_part(void) {
   }
   CHECK(graphpool_torch_create(0, twice, 2, in_flight, 1, 0) == GRAPHPOOL_ERROR && said("a plug-in exists already"));
   CHECK(graphpool_torch_shape(&chunks, &slots) == GRAPHPOOL_OK && chunks == 1 && slots == 2);
+  int microbatches = 0;
+  CHECK(graphpool_torch_first_microbatches(&microbatches) == GRAPHPOOL_OK && microbatches == 2);
   int slot = -1;
   CHECK(graphpool_torch_slot_of(2, 0, 1, &slot) == GRAPHPOOL_OK && slot == 1);
   CHECK(graphpool_torch_slot_of(3, 0, 1, &slot) == GRAPHPOOL_ERROR && said("no slot map for a schedule of 3"));

@@ -68,7 +68,7 @@ using plugin = graphpool::bindings::torch_plugin<stand_in_arena>;
 
 std::unique_ptr<plugin> make_plugin(const std::vector<std::string>& schedules, std::size_t capacity = std::size_t{1} << 34) {
   return std::make_unique<plugin>(
-      0, std::vector<std::string>{"cp1", "cp2", "cp4"}, schedules, capacity, granule,
+      0, std::vector<std::string>{"cp1", "cp2", "cp4"}, graphpool::bindings::parse_schedules(schedules), capacity, granule,
       [](std::size_t windows, std::size_t window_capacity) { return std::make_unique<stand_in_arena>(windows, window_capacity); },
       [](std::size_t bytes) { return std::make_shared<const stand_in_block>(stand_in_block{bytes}); });
 }
@@ -84,11 +84,13 @@ std::uintptr_t address(void* p) { return reinterpret_cast<std::uintptr_t>(p); }
 TEST_CASE("torch plug-in: slots and slot maps come from the schedules", "[torch]") {
   CHECK(make_plugin({"order=1,-1"})->pool().slots() == 1);
   const auto two = make_plugin({"order=1,1,-1,-1"});
+  CHECK(two->first_microbatches() == 2);
   CHECK(two->pool().chunks() == 1);
   CHECK(two->pool().slots() == 2);
   CHECK(two->slot_of(2, 0, 0) != two->slot_of(2, 0, 1));
 
-  const auto pipeline = make_plugin({"pp=4,rank=0,microbatches=8,vpp=2"});
+  const auto pipeline = make_plugin({"pp=4,rank=0,microbatches=8,vpp=2", "pp=4,rank=0,microbatches=12,vpp=2"});
+  CHECK(pipeline->first_microbatches() == 8);
   CHECK(pipeline->pool().chunks() == 2);
   const int slots = pipeline->pool().slots();
   CHECK(slots > 1);
@@ -107,7 +109,7 @@ TEST_CASE("torch plug-in: bad schedules and branches are refused, naming them", 
   CHECK_THROWS_WITH(make_plugin({"order=1,,-1"}), contains_text("is empty"));
   const auto make = [](std::vector<std::string> branches) {
     return plugin(
-        0, std::move(branches), {"order=1,-1"}, granule, granule,
+        0, std::move(branches), graphpool::bindings::parse_schedules({"order=1,-1"}), granule, granule,
         [](std::size_t w, std::size_t c) { return std::make_unique<stand_in_arena>(w, c); },
         [](std::size_t bytes) { return std::make_shared<const stand_in_block>(stand_in_block{bytes}); });
   };
