@@ -142,6 +142,13 @@ graphpool_status graphpool_torch_destroy(size_t* still_held) {
   });
 }
 
+graphpool_status graphpool_torch_exists(int* exists) {
+  return guarded([&] {
+    std::lock_guard<std::mutex> lock(plugin_mutex);
+    out(exists, "exists") = the_plugin ? 1 : 0;
+  });
+}
+
 graphpool_status graphpool_torch_shape(int* chunks, int* slots) {
   return with_plugin([&](plugin& p) {
     out(chunks, "chunks") = p.pool().chunks();

@@ -45,6 +45,9 @@ graphpool_status graphpool_torch_create(int device, const char* const* branches,
  * last of them is freed. Succeeds, with 0, when there is no plug-in. */
 graphpool_status graphpool_torch_destroy(size_t* still_held);
 
+/* `exists` gets 1 while a plug-in exists (made and not yet destroyed), else 0. */
+graphpool_status graphpool_torch_exists(int* exists);
+
 /* Chunks and slots (captured copies per chunk) of the plug-in. */
 graphpool_status graphpool_torch_shape(int* chunks, int* slots);
 

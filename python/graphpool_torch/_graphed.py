@@ -124,13 +124,7 @@ class GraphedVariants:
         self._parameters = [[p for p in m.parameters() if p.requires_grad] for m in modules]
         self._copies = {}
         self._released = False
-        try:
-            self._plugin = Plugin(self.device, self.variants, list(schedules), window_capacity)
-        except GraphpoolError as e:
-            if "exists already" in str(e):
-                raise GraphpoolError("graphpool_torch: another GraphedVariants holds the process's plug-in; call its "
-                                     "release() first (one GraphedVariants per process at a time)") from None
-            raise
+        self._plugin = Plugin(self.device, self.variants, list(schedules), window_capacity)
         try:
             if self._plugin.chunks != len(modules):
                 raise GraphpoolError(f"graphpool_torch: the schedules have {self._plugin.chunks} chunk(s) but "

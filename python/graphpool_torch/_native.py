@@ -70,6 +70,7 @@ def library() -> ctypes.CDLL:
             "graphpool_torch_create": [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p), ctypes.c_size_t,
                                        ctypes.POINTER(ctypes.c_char_p), ctypes.c_size_t, ctypes.c_size_t],
             "graphpool_torch_destroy": [size_p],
+            "graphpool_torch_exists": [int_p],
             "graphpool_torch_shape": [int_p, int_p],
             "graphpool_torch_slot_of": [ctypes.c_int, ctypes.c_int, ctypes.c_int, int_p],
             "graphpool_torch_select": [ctypes.c_int, ctypes.c_int, ctypes.c_int],

@@ -25,6 +25,12 @@ class Plugin:
     """graphpool_torch_create() and the calls around it. One exists per process at a time."""
 
     def __init__(self, device: int, branches: list[str], schedules: list[str], window_capacity: int = 0):
+        exists = ctypes.c_int(0)
+        _native.call("graphpool_torch_exists", ctypes.byref(exists))
+        if exists.value:
+            raise _native.GraphpoolError(
+                "graphpool_torch: another GraphedVariants holds the process's plug-in; call its release() first "
+                "(one GraphedVariants per process at a time)")
         names, count = _native.strings(branches)
         specs, spec_count = _native.strings(schedules)
         _native.call("graphpool_torch_create", device, names, count, specs, spec_count, window_capacity)

@@ -37,6 +37,9 @@ int main(int argc, char** argv) {
   graphpool_torch_free((void*)0x1000, 16, 0, NULL); /* not a segment: ignored, said on stderr */
   CHECK(graphpool_torch_destroy(&held) == GRAPHPOOL_OK && held == 0);
   CHECK(graphpool_torch_destroy(NULL) == GRAPHPOOL_ERROR && said("still_held is null"));
+  int exists = 1;
+  CHECK(graphpool_torch_exists(&exists) == GRAPHPOOL_OK && exists == 0);
+  CHECK(graphpool_torch_exists(NULL) == GRAPHPOOL_ERROR && said("exists is null"));
 
   /* Bad input is named before any device is asked. */
   CHECK(graphpool_torch_create(0, NULL, 2, in_flight, 1, 0) == GRAPHPOOL_ERROR && said("branches is null"));
@@ -58,6 +61,8 @@ static int device_part(void) {
     return 77;
   }
   CHECK(graphpool_torch_create(0, twice, 2, in_flight, 1, 0) == GRAPHPOOL_ERROR && said("a plug-in exists already"));
+  int exists = 0;
+  CHECK(graphpool_torch_exists(&exists) == GRAPHPOOL_OK && exists == 1);
   CHECK(graphpool_torch_shape(&chunks, &slots) == GRAPHPOOL_OK && chunks == 1 && slots == 2);
   int microbatches = 0;
   CHECK(graphpool_torch_first_microbatches(&microbatches) == GRAPHPOOL_OK && microbatches == 2);
@@ -76,6 +81,7 @@ static int device_part(void) {
   /* Destroyed while a segment is held: retired, and freed with that segment. */
   CHECK(graphpool_torch_destroy(&held) == GRAPHPOOL_OK && held == 1);
   CHECK(graphpool_torch_shape(&chunks, &slots) == GRAPHPOOL_ERROR);
+  CHECK(graphpool_torch_exists(&exists) == GRAPHPOOL_OK && exists == 0); /* retired: a new one may be made */
   graphpool_torch_free(segment, 3 << 20, 0, NULL);
   CHECK(graphpool_torch_create(0, branches, 2, in_flight, 1, 0) == GRAPHPOOL_OK);
   CHECK(graphpool_torch_destroy(&held) == GRAPHPOOL_OK && held == 0);
