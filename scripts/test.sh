@@ -11,11 +11,15 @@ build=${GRAPHPOOL_BUILD_DIR:-$root/build}
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGRAPHPOOL_WERROR=ON ${CMAKE_ARGS:-}
 cmake --build "$build"
 status=0
-ctest --test-dir "$build" --output-on-failure || status=$?
+ctest --test-dir "$build" --output-on-failure 2>&1 | tee "$build/ctest.out" || status=$?
 # CTest prints only "Skipped" for a skipped test; say why (each skipping test prints one line saying so).
 log="$build/Testing/Temporary/LastTest.log"
-if [ -f "$log" ] && grep -q ': skipped\|(skipped)' "$log"; then
+skipped=$(sed -nE 's/^[[:space:]]*[0-9]+ - (.*) \(Skipped\)$/\1/p' "$build/ctest.out")
+if [ -n "$skipped" ] && [ -f "$log" ]; then
   echo "skipped, and why:"
-  grep -h ': skipped\|(skipped)' "$log" | sort -u | sed 's/^/  /'
+  for name in $skipped; do
+    awk -v name="$name" '$0 ~ "^[0-9]+/[0-9]+ Test: " name "$" {on = 1} on && /<end of output>/ {on = 0}
+                         on && /: skipped|\(skipped\)/ {print "  " name ": " $0}' "$log" | sort -u
+  done
 fi
 exit $status

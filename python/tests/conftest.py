@@ -10,6 +10,13 @@ os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "counts_memory: checks that memory goes back (not meaningful under "
+                            "compute-sanitizer, which keeps the Python frames it records alive)")
+    config.addinivalue_line("markers", "planted_cuda_error: makes a CUDA API error on purpose (memcheck runs it "
+                            "with API errors not reported)")
+
+
 def pytest_sessionfinish(session, exitstatus):
     """Under CTest (GRAPHPOOL_PYTEST_SKIP_CODE set), a run where everything skipped (pytest: exit 0, or 5
     when the skip came at collection) exits with that code,
