@@ -338,9 +338,10 @@ def test_a_pipeline_of_two_chunks_follows_the_schedule_slot_map():
         graphed.release()
 
 
-def test_a_compiled_module_is_captured_with_its_fusions():
+@pytest.mark.parametrize("mode", ["default", "max-autotune-no-cudagraphs"])
+def test_a_compiled_module_is_captured_with_its_fusions(mode):
     block = Block().cuda()
-    compiled = torch.compile(block)  # inductor without its own CUDA graphs
+    compiled = torch.compile(block, mode=mode)  # inductor without its own CUDA graphs
     small = {n: s for n, s in samples().items() if n in ("cp4", "cp8")}
     graphed = GraphedVariants(compiled, small)
     try:
