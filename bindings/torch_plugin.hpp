@@ -94,15 +94,15 @@ class torch_plugin {
   /// segment_pool::lay_out). @return the footprint after.
   footprint lay_out() {
     const plan::plan planned = plan_frames(true);
-    std::vector<std::size_t> offsets(static_cast<std::size_t>(shape_.chunks * shape_.slots), 0);
+    std::vector<std::pair<std::size_t, std::size_t>> ranges(static_cast<std::size_t>(shape_.chunks * shape_.slots), {0, 0});
+    std::vector<std::size_t> offsets(ranges.size(), 0);
     for (const plan::planned_frame& f : planned.frames) {
-      offsets[static_cast<std::size_t>(f.chunk * shape_.slots + f.slot)] = f.offset;
+      const auto i = static_cast<std::size_t>(f.chunk * shape_.slots + f.slot);
+      ranges[i] = {f.offset, f.bytes};
+      offsets[i] = f.offset;
     }
     pool_.lay_out(offsets, planned.saved.footprint_bytes);
-    frame_ranges_.assign(offsets.size(), {0, 0});
-    for (const plan::planned_frame& f : planned.frames) {
-      frame_ranges_[static_cast<std::size_t>(f.chunk * shape_.slots + f.slot)] = {f.offset, f.bytes};
-    }
+    frame_ranges_ = std::move(ranges);
     return current_footprint();
   }
 

@@ -105,10 +105,20 @@ def call(name: str, *arguments) -> None:
         raise GraphpoolError(lib.graphpool_last_error().decode())
 
 
-def size_out(name: str, *arguments) -> int:
-    value = ctypes.c_size_t(0)
+def _out(kind, name: str, *arguments) -> int:
+    value = kind(0)
     call(name, *arguments, ctypes.byref(value))
     return int(value.value)
+
+
+def size_out(name: str, *arguments) -> int:
+    """Calls `name` with a trailing size_t* and returns what it wrote."""
+    return _out(ctypes.c_size_t, name, *arguments)
+
+
+def int_out(name: str, *arguments) -> int:
+    """Calls `name` with a trailing int* and returns what it wrote."""
+    return _out(ctypes.c_int, name, *arguments)
 
 
 def strings(values: list[str]):

@@ -25,9 +25,7 @@ class Plugin:
     """graphpool_torch_create() and the calls around it. One exists per process at a time."""
 
     def __init__(self, device: int, branches: list[str], schedules: list[str], window_capacity: int = 0):
-        exists = ctypes.c_int(0)
-        _native.call("graphpool_torch_exists", ctypes.byref(exists))
-        if exists.value:
+        if _native.int_out("graphpool_torch_exists"):
             raise _native.GraphpoolError(
                 "graphpool_torch: another GraphedVariants holds the process's plug-in; call its release() first "
                 "(one GraphedVariants per process at a time)")
@@ -44,14 +42,10 @@ class Plugin:
 
     def first_microbatches(self) -> int:
         """The microbatches of the first schedule given."""
-        count = ctypes.c_int(0)
-        _native.call("graphpool_torch_first_microbatches", ctypes.byref(count))
-        return count.value
+        return _native.int_out("graphpool_torch_first_microbatches")
 
     def slot_of(self, microbatches: int, chunk: int, microbatch: int) -> int:
-        slot = ctypes.c_int(0)
-        _native.call("graphpool_torch_slot_of", microbatches, chunk, microbatch, ctypes.byref(slot))
-        return slot.value
+        return _native.int_out("graphpool_torch_slot_of", microbatches, chunk, microbatch)
 
     @contextlib.contextmanager
     def selected(self, chunk: int, slot: int, branch: int):

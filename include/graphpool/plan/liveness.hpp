@@ -65,19 +65,25 @@ struct liveness {
   return peak;
 }
 
+/// @return the most bytes alive at once in `s` when each pending microbatch of chunk c holds
+/// `chunk_bytes[c]`.
+[[nodiscard]] inline std::size_t peak_live_bytes(const schedule& s, const std::vector<std::size_t>& chunk_bytes) {
+  std::size_t peak = 0;
+  std::size_t live = 0;
+  for (const event& e : s.events()) {
+    const std::size_t bytes = chunk_bytes[static_cast<std::size_t>(e.chunk)];
+    live = e.kind == phase::forward ? live + bytes : live - bytes;
+    peak = std::max(peak, live);
+  }
+  return peak;
+}
+
 /// @return the most bytes alive at once over every schedule when each pending microbatch of chunk c
 /// holds `chunk_bytes[c]`: what any layout could reach if microbatches were not bound to slots.
 [[nodiscard]] inline std::size_t peak_live_bytes(const std::vector<schedule>& schedules,
                                                  const std::vector<std::size_t>& chunk_bytes) {
   std::size_t peak = 0;
-  for (const schedule& s : schedules) {
-    std::size_t live = 0;
-    for (const event& e : s.events()) {
-      const std::size_t bytes = chunk_bytes[static_cast<std::size_t>(e.chunk)];
-      live = e.kind == phase::forward ? live + bytes : live - bytes;
-      peak = std::max(peak, live);
-    }
-  }
+  for (const schedule& s : schedules) peak = std::max(peak, peak_live_bytes(s, chunk_bytes));
   return peak;
 }
 

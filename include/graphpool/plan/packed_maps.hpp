@@ -13,6 +13,7 @@
 
 #include "graphpool/plan/bounded_layout.hpp"
 #include "graphpool/plan/copy_table.hpp"
+#include "graphpool/plan/liveness.hpp"
 #include "graphpool/plan/schedule.hpp"
 #include "graphpool/plan/slot_map.hpp"
 
@@ -100,12 +101,7 @@ inline void map_empty_chunks(const schedule& s, const std::vector<std::size_t>& 
   std::vector<std::size_t> live(schedules.size(), 0);
   for (std::size_t k = 0; k < schedules.size(); ++k) {
     by_weight[k] = k;
-    std::size_t now = 0;
-    for (const event& e : schedules[k].events()) {
-      now = e.kind == phase::forward ? now + chunk_bytes[static_cast<std::size_t>(e.chunk)]
-                                     : now - chunk_bytes[static_cast<std::size_t>(e.chunk)];
-      live[k] = std::max(live[k], now);
-    }
+    live[k] = peak_live_bytes(schedules[k], chunk_bytes);
   }
   std::stable_sort(by_weight.begin(), by_weight.end(), [&](std::size_t a, std::size_t b) {
     return live[a] != live[b] ? live[a] > live[b] : schedules[a].microbatches() > schedules[b].microbatches();

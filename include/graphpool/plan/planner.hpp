@@ -95,13 +95,14 @@ inline constexpr packing layout_packings[] = {
   packed.valid = false;
   // Equal frames: the packing by forward time fits the most alive at once with the fewest copies; the
   // height-bounded search cannot do better and opens more copies.
-  std::size_t largest = 0;
-  for (const std::vector<std::size_t>& layers : sizes.bytes) {
-    for (std::size_t bytes : layers) largest = std::max(largest, bytes);
-  }
+  std::size_t first_bytes = 0;  // of the first frame that has any
   bool equal_frames = true;
   for (const std::vector<std::size_t>& layers : sizes.bytes) {
-    for (std::size_t bytes : layers) equal_frames = equal_frames && (bytes == 0 || bytes == largest);
+    for (std::size_t bytes : layers) {
+      if (bytes == 0) continue;
+      if (first_bytes == 0) first_bytes = bytes;
+      equal_frames = equal_frames && bytes == first_bytes;
+    }
   }
   for (const packing& how : layout_packings) {
     if (how.order == packing_order::bounded && equal_frames) continue;
@@ -144,6 +145,5 @@ inline constexpr packing layout_packings[] = {
   plan split = detail::with_gradient_parity(p, mode, sizes, best, budget);
   return better(split, best) ? split : best;
 }
-
 
 }  // namespace graphpool::plan
