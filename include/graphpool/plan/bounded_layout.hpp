@@ -15,15 +15,9 @@
 #include <vector>
 
 #include "graphpool/plan/copy_table.hpp"
+#include "graphpool/plan/frame_intervals.hpp"
 
 namespace graphpool::plan::detail {
-
-/// One frame of one schedule: alive from event `start` to event `end`, `bytes` large.
-struct frame_interval {
-  std::size_t start = 0;
-  std::size_t end = 0;
-  std::size_t bytes = 0;
-};
 
 /// Depth-first layout of `frames` (sorted by start) under a height, within `effort` frames visited in all.
 class height_search {
@@ -128,9 +122,7 @@ class height_search {
       low = height + 1;
       continue;
     }
-    std::size_t top = 0;
-    for (std::size_t f = 0; f < frames.size(); ++f) top = std::max(top, offsets[f] + frames[f].bytes);
-    high = top;
+    high = top_of(frames, offsets);
     best = std::move(offsets);
   }
   return best;
@@ -142,56 +134,28 @@ class height_search {
 [[nodiscard]] inline anchor_layout bounded_anchor(const std::vector<std::vector<std::size_t>>& frame_bytes,
                                                   const std::vector<lifetime>& items, std::size_t floor, int budget,
                                                   std::size_t effort) {
-  std::vector<frame_interval> frames;
-  for (const lifetime& item : items) {
-    for (std::size_t bytes : frame_bytes[static_cast<std::size_t>(item.chunk)]) {
-      if (bytes > 0) frames.push_back({item.start, item.end, bytes});
-    }
-  }
+  const std::vector<frame_interval> frames = frames_of(frame_bytes, items);
   // The search without a height places every frame in its tightest gap at once: the ceiling to beat.
   height_search greedy(frames, frames.size() * frames.size() + frames.size());
   std::vector<std::size_t> offsets = greedy.under(static_cast<std::size_t>(-1), static_cast<std::size_t>(-1));
-  std::size_t ceiling = 0;
-  for (std::size_t f = 0; f < frames.size(); ++f) ceiling = std::max(ceiling, offsets[f] + frames[f].bytes);
-  std::vector<std::size_t> lower = lowest_layout(frames, floor, ceiling, effort);
+  std::vector<std::size_t> lower = lowest_layout(frames, floor, top_of(frames, offsets), effort);
   if (!lower.empty()) offsets = std::move(lower);
 
-  anchor_layout result{copy_table(frame_bytes), std::vector<std::ptrdiff_t>(items.size(), -1), 0, true};
-  std::size_t f = 0;
-  for (std::size_t i = 0; i < items.size(); ++i) {
-    const std::vector<std::size_t>& layers = frame_bytes[static_cast<std::size_t>(items[i].chunk)];
-    std::vector<std::size_t> placed(layers.size(), 0);
-    bool any = false;
-    for (std::size_t l = 0; l < layers.size(); ++l) {
-      if (layers[l] == 0) continue;
-      placed[l] = offsets[f++];
-      any = true;
-    }
-    if (!any) continue;
-    std::ptrdiff_t id = -1;
-    for (std::size_t same : result.copies.of_chunk(items[i].chunk)) {
-      if (result.copies.offsets(same) == placed) id = static_cast<std::ptrdiff_t>(same);
-    }
-    if (id < 0) {
-      if (static_cast<int>(result.copies.of_chunk(items[i].chunk).size()) >= budget) {
-        result.valid = false;
-        return result;
-      }
-      id = static_cast<std::ptrdiff_t>(result.copies.add(items[i].chunk, std::move(placed)));
-    }
-    result.copy_of[i] = id;
-    result.footprint = std::max(result.footprint, result.copies.top(static_cast<std::size_t>(id)));
-  }
+  anchor_layout result{copy_table(frame_bytes), {}, 0, true};
+  result.valid = add_copies(result.copies, items, offsets, budget, result.copy_of);
+  if (result.valid) result.footprint = top_of(frames, offsets);
   return result;
 }
 
 /// A schedule replayed over the copies laid out already, none added: depth first by forward time, each
-/// microbatch on a copy of its chunk that shares no bytes with the copies alive beside it (lowest top
-/// first), backing up where none is free. Copy id per item of `items` (-1: a chunk of no bytes), or empty
-/// when no such replay was found within `effort` (copies and their overlaps visited).
+/// microbatch on a copy of its chunk that shares no bytes with the copies alive beside it (its
+/// `preferred` copies first, in order, when given per item; then lowest top first), backing up where
+/// none is free. Copy id per item of `items` (-1: a chunk of no bytes), or empty when no such replay
+/// was found within `effort` (copies and their overlaps visited).
 [[nodiscard]] inline std::vector<std::ptrdiff_t> replay_over(const copy_table& copies, const std::vector<lifetime>& items,
                                                              const std::vector<std::size_t>& chunk_bytes,
-                                                             std::size_t effort) {
+                                                             std::size_t effort,
+                                                             const std::vector<std::vector<std::size_t>>& preferred = {}) {
   std::vector<std::size_t> placed;  // items of chunks with bytes, by forward time
   for (std::size_t i = 0; i < items.size(); ++i) {
     if (chunk_bytes[static_cast<std::size_t>(items[i].chunk)] > 0) placed.push_back(i);
@@ -228,6 +192,13 @@ class height_search {
       }
       std::stable_sort(choices[k].begin(), choices[k].end(),
                        [&](std::size_t a, std::size_t b) { return copies.top(a) < copies.top(b); });
+      if (!preferred.empty()) {
+        const std::vector<std::size_t>& first = preferred[placed[k]];
+        std::stable_sort(choices[k].begin(), choices[k].end(), [&](std::size_t a, std::size_t b) {
+          const auto rank = [&](std::size_t id) { return std::find(first.begin(), first.end(), id) - first.begin(); };
+          return rank(a) < rank(b);
+        });
+      }
       next[k] = 0;
     }
     if (next[k] < choices[k].size()) {

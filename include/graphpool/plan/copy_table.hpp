@@ -30,6 +30,7 @@ enum class packing_order {
   lifetime,  ///< longest lifetime first, then largest chunk
   area,      ///< bytes x lifetime, largest first
   bounded,   ///< frames by forward time under a height, backing up where one does not fit (bounded_layout.hpp)
+  sweep,     ///< frames by forward time under a height, beside neighbours that die with them (sweep_layout.hpp)
 };
 
 /// @brief One way pack_maps lays copies out (dynamic storage allocation on the schedule's intervals).
@@ -38,7 +39,7 @@ struct packing {
   bool split_layers = true;  ///< a new copy's layers go one by one into gaps (else back to back, as one block)
   bool best_fit = false;     ///< the smallest gap that holds a block (else the lowest)
   int search_steps = 0;      ///< squeaky-wheel steps: microbatches that set the footprint move earlier
-  std::size_t search_effort = 0;  ///< bounded: frames the depth-first search may visit in all
+  std::size_t search_effort = 0;  ///< bounded, sweep: frames the search may visit (place) in all
 };
 
 namespace detail {
@@ -78,6 +79,8 @@ class copy_table {
   [[nodiscard]] const std::vector<std::size_t>& overlapping(std::size_t id) const { return overlapping_[id]; }
   [[nodiscard]] const std::vector<byte_range>& blocks(std::size_t id) const { return blocks_[id]; }
   [[nodiscard]] const std::vector<std::size_t>& offsets(std::size_t id) const { return offsets_[id]; }
+  /// The bytes of chunk `c`'s layers.
+  [[nodiscard]] const std::vector<std::size_t>& layers(int c) const { return (*frame_bytes_)[static_cast<std::size_t>(c)]; }
 
   /// Where a new copy of chunk `c` would go around `taken` (sorted: the bytes alive beside it), per layer.
   [[nodiscard]] std::vector<std::size_t> lay_out(int c, std::vector<byte_range> taken, bool split_layers,

@@ -11,74 +11,16 @@
 #include <utility>
 #include <vector>
 
+#include "graphpool/plan/anchor_order.hpp"
 #include "graphpool/plan/bounded_layout.hpp"
 #include "graphpool/plan/copy_table.hpp"
+#include "graphpool/plan/frame_intervals.hpp"
 #include "graphpool/plan/liveness.hpp"
 #include "graphpool/plan/schedule.hpp"
 #include "graphpool/plan/slot_map.hpp"
+#include "graphpool/plan/sweep_layout.hpp"
 
 namespace graphpool::plan {
-
-namespace detail {
-
-/// The anchor schedule's microbatches placed in `order`, each against those alive beside it (wherever
-/// they were placed).
-[[nodiscard]] inline anchor_layout place_anchor(const std::vector<std::vector<std::size_t>>& frame_bytes,
-                                                const std::vector<std::size_t>& chunk_bytes,
-                                                const std::vector<lifetime>& items,
-                                                const std::vector<std::size_t>& order, int budget, const packing& how) {
-  anchor_layout result{copy_table(frame_bytes), std::vector<std::ptrdiff_t>(items.size(), -1), 0, true};
-  std::vector<std::size_t> placed;
-  std::vector<int> blocked;
-  std::vector<std::size_t> beside;
-  for (std::size_t i : order) {
-    const lifetime& item = items[i];
-    if (chunk_bytes[static_cast<std::size_t>(item.chunk)] == 0) continue;
-    blocked.assign(result.copies.size(), 0);
-    beside.clear();
-    for (std::size_t j : placed) {
-      if (items[j].start < item.end && item.start < items[j].end) {
-        const std::size_t id = static_cast<std::size_t>(result.copy_of[j]);
-        beside.push_back(id);
-        for (std::size_t other : result.copies.overlapping(id)) ++blocked[other];
-      }
-    }
-    const std::ptrdiff_t id = choose_copy(result.copies, item.chunk, blocked, result.footprint, budget, how, [&] {
-      std::vector<byte_range> taken;
-      for (std::size_t b : beside) taken.insert(taken.end(), result.copies.blocks(b).begin(), result.copies.blocks(b).end());
-      std::sort(taken.begin(), taken.end());
-      return taken;
-    });
-    if (id < 0) {
-      result.valid = false;
-      return result;
-    }
-    result.copy_of[i] = id;
-    result.footprint = std::max(result.footprint, result.copies.top(static_cast<std::size_t>(id)));
-    placed.push_back(i);
-  }
-  return result;
-}
-
-/// Copies of chunks of no bytes: the lowest copy no microbatch of the chunk holds, by forward time.
-inline void map_empty_chunks(const schedule& s, const std::vector<std::size_t>& chunk_bytes, slot_map& map) {
-  std::vector<std::vector<bool>> held(static_cast<std::size_t>(s.chunks()));
-  for (const event& e : s.events()) {
-    if (chunk_bytes[static_cast<std::size_t>(e.chunk)] != 0) continue;
-    std::vector<bool>& row = held[static_cast<std::size_t>(e.chunk)];
-    int& copy = map.slots[static_cast<std::size_t>(e.chunk)][static_cast<std::size_t>(e.microbatch)];
-    if (e.kind == phase::backward) {
-      row[static_cast<std::size_t>(copy)] = false;
-      continue;
-    }
-    copy = 0;
-    while (static_cast<std::size_t>(copy) < row.size() && row[static_cast<std::size_t>(copy)]) ++copy;
-    if (row.size() <= static_cast<std::size_t>(copy)) row.resize(static_cast<std::size_t>(copy) + 1, false);
-    row[static_cast<std::size_t>(copy)] = true;
-  }
-}
-
-}  // namespace detail
 
 /// @return maps and a byte layout of every copy, built as dynamic storage allocation on intervals.
 ///
@@ -86,8 +28,10 @@ inline void map_empty_chunks(const schedule& s, const std::vector<std::size_t>& 
 /// microbatches are placed in `how.order`, each against the microbatches alive beside it, reusing a
 /// copy of its chunk whose bytes are free then (the lowest), or laying out a new one (under `budget`
 /// copies per chunk) when that ends lower; a squeaky-wheel search then moves the microbatches that set
-/// the footprint earlier. The other schedules replay over the same copies, most microbatches first, a
-/// new copy only where no free one exists. `frame_bytes` is [chunk][layer].
+/// the footprint earlier (or, by `how.order`, the bounded search or the sweep lays its frames out). The
+/// other schedules replay over the same copies, most microbatches first, a new copy only where no free
+/// one exists; with the sweep, a schedule with no replay over them is laid out by itself from the
+/// choices of the one before it. `frame_bytes` is [chunk][layer].
 [[nodiscard]] inline packed_maps pack_maps(const std::vector<schedule>& schedules,
                                            const std::vector<std::vector<std::size_t>>& frame_bytes, int budget,
                                            const packing& how = {}) {
@@ -125,14 +69,17 @@ inline void map_empty_chunks(const schedule& s, const std::vector<std::size_t>& 
         return bytes(a) * (length(a) + 1) > bytes(b) * (length(b) + 1);
       case packing_order::start:
       case packing_order::bounded:
+      case packing_order::sweep:
         break;
     }
     return items[a].start < items[b].start;
   });
+  detail::swept_layout swept;  // the sweep's last layout: the next schedule starts from its choices
+  detail::swept_layout swept_whole;  // the same, of chunks laid out as whole blocks
   detail::anchor_layout best =
-      how.order == packing_order::bounded
-          ? detail::bounded_anchor(frame_bytes, items, live[anchor], budget, how.search_effort)
-          : detail::place_anchor(frame_bytes, chunk_bytes, items, order, budget, how);
+      how.order == packing_order::bounded ? detail::bounded_anchor(frame_bytes, items, live[anchor], budget, how.search_effort)
+      : how.order == packing_order::sweep ? detail::sweep_anchor(frame_bytes, items, live[anchor], budget, how.search_effort, swept)
+                                          : detail::place_anchor(frame_bytes, chunk_bytes, items, order, budget, how);
   std::mt19937 random(1);
   std::size_t current = best.valid ? best.footprint : static_cast<std::size_t>(-1);
   // A step re-places every microbatch against those placed before it: fewer steps on longer schedules
@@ -185,29 +132,84 @@ inline void map_empty_chunks(const schedule& s, const std::vector<std::size_t>& 
   }
 
   // The other schedules replay over the same copies: a copy is free when no live copy shares its bytes.
-  // With a search effort, each first looks for a replay that adds no copy (a share of what is left).
+  // With a search effort, each first looks for a replay that adds no copy (a share of what is left),
+  // trying first the copies the schedule bound before it gave the same microbatch (counts begin alike)
+  // and the one as far from the end (they end alike): `previous`, copy ids per [chunk][microbatch].
+  std::vector<std::vector<std::ptrdiff_t>> previous(static_cast<std::size_t>(schedules[anchor].chunks()),
+                                                    std::vector<std::ptrdiff_t>(static_cast<std::size_t>(schedules[anchor].microbatches()), -1));
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    previous[static_cast<std::size_t>(items[i].chunk)][static_cast<std::size_t>(items[i].microbatch)] = best.copy_of[i];
+  }
+  // After the anchor, the most microbatches first: each count then follows one a microbatch longer.
+  std::stable_sort(by_weight.begin() + 1, by_weight.end(), [&](std::size_t a, std::size_t b) {
+    return schedules[a].microbatches() > schedules[b].microbatches();
+  });
   std::vector<int> blocked(copies.size(), 0);
+  // Search effort for the replays: over the copies (bounded), or each schedule swept by itself (sweep).
   std::size_t replay_effort = how.search_effort;
   for (std::size_t k = 1; k < by_weight.size(); ++k) {
     const schedule& s = schedules[by_weight[k]];
     slot_map& map = result.maps[by_weight[k]];
     map = slot_map{s.name(), s.microbatches(), {}};
     for (int c = 0; c < s.chunks(); ++c) map.slots.emplace_back(static_cast<std::size_t>(s.microbatches()), -1);
-    if (replay_effort > 0) {
-      const std::vector<detail::lifetime> replayed = detail::lifetimes_of(s);
-      const std::size_t share = replay_effort / (by_weight.size() - k);
-      const std::vector<std::ptrdiff_t> found = detail::replay_over(copies, replayed, chunk_bytes, share);
-      replay_effort -= share;
-      if (!found.empty()) {
-        for (std::size_t i = 0; i < replayed.size(); ++i) {
-          if (found[i] < 0) continue;
-          map.slots[static_cast<std::size_t>(replayed[i].chunk)][static_cast<std::size_t>(replayed[i].microbatch)] =
-              copies.index(static_cast<std::size_t>(found[i]));
+    const std::vector<detail::lifetime> replayed = detail::lifetimes_of(s);
+    auto bind = [&](const std::vector<std::ptrdiff_t>& found) {
+      for (std::vector<std::ptrdiff_t>& row : previous) row.assign(static_cast<std::size_t>(s.microbatches()), -1);
+      for (std::size_t i = 0; i < replayed.size(); ++i) {
+        if (found[i] < 0) continue;
+        const auto c = static_cast<std::size_t>(replayed[i].chunk);
+        const auto m = static_cast<std::size_t>(replayed[i].microbatch);
+        map.slots[c][m] = copies.index(static_cast<std::size_t>(found[i]));
+        previous[c][m] = found[i];
+      }
+    };
+    const std::size_t share = replay_effort / (by_weight.size() - k);
+    replay_effort -= share;
+    if (share > 0) {
+      std::vector<std::vector<std::size_t>> preferred(replayed.size());
+      for (std::size_t i = 0; i < replayed.size(); ++i) {
+        const std::vector<std::ptrdiff_t>& row = previous[static_cast<std::size_t>(replayed[i].chunk)];
+        const auto m = static_cast<std::size_t>(replayed[i].microbatch);
+        const std::size_t from_end = static_cast<std::size_t>(s.microbatches()) - m;
+        for (std::size_t at : {m, row.size() - std::min(from_end, row.size())}) {
+          if (at < row.size() && row[at] >= 0) preferred[i].push_back(static_cast<std::size_t>(row[at]));
         }
+      }
+      const std::vector<std::ptrdiff_t> found = detail::replay_over(copies, replayed, chunk_bytes, share, preferred);
+      if (!found.empty()) {
+        bind(found);
         continue;
       }
     }
-    std::fill(blocked.begin(), blocked.end(), 0);
+    if (how.order == packing_order::sweep) {
+      // No replay over these copies: the schedule laid out by itself, at the footprint or as little above
+      // as the sweep finds, on the copies whose layers sit where its layout puts them and on new ones:
+      // each chunk's layers as one block (so other counts share its copies more often), else (no layout
+      // within the budget) its frames one by one.
+      bool bound = false;
+      for (bool whole : {true, false}) {
+        const std::vector<detail::frame_interval> frames =
+            whole ? detail::blocks_of(chunk_bytes, replayed) : detail::frames_of(frame_bytes, replayed);
+        detail::swept_layout& hint = whole ? swept_whole : swept;
+        detail::swept_layout laid_out;
+        if (!frames.empty()) {
+          laid_out = detail::lowest_sweep(frames, result.footprint, result.footprint + result.footprint / 2, share,
+                                          hint.offsets.empty() ? nullptr : &hint);
+        }
+        if (laid_out.offsets.empty()) continue;
+        const std::vector<std::size_t> offsets =
+            whole ? detail::layers_of(frame_bytes, replayed, laid_out.offsets) : laid_out.offsets;
+        std::vector<std::ptrdiff_t> found;
+        if (!detail::add_copies(copies, replayed, offsets, budget, found)) continue;
+        result.footprint = std::max(result.footprint, detail::top_of(frames, laid_out.offsets));
+        hint = std::move(laid_out);
+        bind(found);
+        bound = true;
+        break;
+      }
+      if (bound) continue;
+    }
+    blocked.assign(copies.size(), 0);
     std::vector<std::size_t> alive;  // copy ids
     std::vector<std::vector<std::size_t>> id_of(static_cast<std::size_t>(s.chunks()),
                                                 std::vector<std::size_t>(static_cast<std::size_t>(s.microbatches())));
@@ -235,6 +237,11 @@ inline void map_empty_chunks(const schedule& s, const std::vector<std::size_t>& 
       alive.push_back(mine);
       result.footprint = std::max(result.footprint, copies.top(mine));
       map.slots[static_cast<std::size_t>(e.chunk)][static_cast<std::size_t>(e.microbatch)] = copies.index(mine);
+    }
+    for (std::size_t c = 0; c < previous.size(); ++c) {
+      previous[c].assign(static_cast<std::size_t>(s.microbatches()), -1);
+      if (chunk_bytes[c] == 0) continue;
+      for (std::size_t m = 0; m < previous[c].size(); ++m) previous[c][m] = static_cast<std::ptrdiff_t>(id_of[c][m]);
     }
   }
   for (std::size_t k = 0; k < schedules.size(); ++k) {

@@ -28,13 +28,18 @@
 namespace graphpool::plan {
 
 /// @brief The layouts make_plan tries for the schedule rule, in order, until one reaches the live bound:
-/// by forward time with layers apart (equal frames reach the live bound), then offline orders with
-/// whole chunks best-fit, each refined by a squeaky-wheel search, then frames under a height, backing up
-/// where one does not fit (unequal frames: it finds packings no greedy order reaches).
+/// by forward time with layers apart (equal frames reach the live bound); then, for unequal frames, the
+/// sweep (each frame beside the neighbour that dies nearest its own end, earlier choices revisited where
+/// one finds no room: the exchange of interleaved schedules), offline orders with whole chunks best-fit,
+/// each refined by a squeaky-wheel search, and frames under a height, backing up where one does not fit.
 inline constexpr packing layout_packings[] = {
-    {packing_order::start, true, false, 0},   {packing_order::size, false, true, 40},
-    {packing_order::area, false, true, 40},   {packing_order::lifetime, false, false, 40},
-    {packing_order::size, true, true, 40},    {packing_order::start, false, true, 40},
+    {packing_order::start, true, false, 0},
+    {packing_order::sweep, true, false, 0, 30'000'000},
+    {packing_order::size, false, true, 40},
+    {packing_order::area, false, true, 40},
+    {packing_order::lifetime, false, false, 40},
+    {packing_order::size, true, true, 40},
+    {packing_order::start, false, true, 40},
     {packing_order::bounded, true, true, 0, 4'000'000},
 };
 
@@ -79,6 +84,11 @@ inline constexpr packing layout_packings[] = {
     budget = 1;
     for (const schedule& s : p.schedules) budget = std::max(budget, s.microbatches() * chunks);
   }
+  // No more copies than one plan holds frames for (max_frames over every chunk's layers), nor fewer
+  // than m mod S's.
+  std::size_t layers_total = 0;
+  for (int layers : sizes.layers_per_chunk) layers_total += static_cast<std::size_t>(layers);
+  budget = std::max(period, std::min(budget, static_cast<int>(max_frames / std::max<std::size_t>(layers_total, 1))));
   // Saved bytes first (so never above m mod S's), then returned-gradient bytes, then the fewest copies.
   auto better = [](const plan& a, const plan& b) {
     if (a.saved.footprint_bytes != b.saved.footprint_bytes) return a.saved.footprint_bytes < b.saved.footprint_bytes;
@@ -105,7 +115,7 @@ inline constexpr packing layout_packings[] = {
     }
   }
   for (const packing& how : layout_packings) {
-    if (how.order == packing_order::bounded && equal_frames) continue;
+    if ((how.order == packing_order::bounded || how.order == packing_order::sweep) && equal_frames) continue;
     packed_maps candidate = pack_maps(p.schedules, sizes.bytes, budget, how);
     if (candidate.valid && (!packed.valid || candidate.footprint < packed.footprint ||
                             (candidate.footprint == packed.footprint && copies_used(candidate.maps) < copies_used(packed.maps)))) {

@@ -1,0 +1,249 @@
+#pragma once
+/// @file sweep_layout.hpp
+/// @brief One schedule's frames laid out under a height by forward time, each where a neighbour's
+/// lifetime ends nearest its own, with a repair that revisits earlier choices when a frame finds no room.
+///
+/// A frame placed against a neighbour that dies when it does leaves its hole beside that neighbour's:
+/// the two open together, as one gap a larger frame can take. That is the exchange interleaved schedules
+/// need (a chunk's large frames are born as another chunk's small ones die, and back); first and best
+/// fit leave the holes apart. Where a frame finds no room under the height, the choices of the frames
+/// placed just before it are revisited, next-ranked offset first, and the sweep goes on from the first
+/// change that places more frames. Host-only: no CUDA header.
+
+#include <algorithm>
+#include <cstddef>
+#include <numeric>
+#include <utility>
+#include <vector>
+
+#include "graphpool/plan/copy_table.hpp"
+#include "graphpool/plan/frame_intervals.hpp"
+
+namespace graphpool::plan::detail {
+
+/// When the floor and the ceiling of the memory count as dying, for the frames placed against them.
+enum class wall_rule {
+  never,       ///< frames go against them only when no neighbour's end is near their own
+  at_the_end,  ///< when the schedule ends: long-lived frames gather there
+};
+
+/// The sweep over one schedule's frames; one instance tries several heights.
+class sweep_layout {
+ public:
+  /// How many frames before the one that found no room are revisited, and how many other offsets each.
+  static constexpr std::size_t revisit_reach = 120;
+  static constexpr std::size_t revisit_choices = 8;
+
+  explicit sweep_layout(const std::vector<frame_interval>& frames)
+      : frames_(frames), order_(frames.size()), beside_(frames.size()) {
+    std::iota(order_.begin(), order_.end(), std::size_t{0});
+    std::stable_sort(order_.begin(), order_.end(), [&](std::size_t a, std::size_t b) {
+      return frames[a].start != frames[b].start ? frames[a].start < frames[b].start : frames[a].bytes > frames[b].bytes;
+    });
+    for (std::size_t a = 0; a < order_.size(); ++a) {
+      const frame_interval& first = frames[order_[a]];
+      end_ = std::max(end_, first.end);
+      for (std::size_t b = a + 1; b < order_.size() && frames[order_[b]].start < first.end; ++b) {
+        beside_[order_[a]].push_back(order_[b]);
+        beside_[order_[b]].push_back(order_[a]);
+      }
+    }
+    for (const std::vector<std::size_t>& alive_with : beside_) pass_ += alive_with.size() + 1;
+  }
+
+  /// The choices (per position of the order) of the last layout `under` returned.
+  [[nodiscard]] const std::vector<std::size_t>& choices() const noexcept { return choice_; }
+
+  /// The effort of one pass over every frame (what placing them all once costs).
+  [[nodiscard]] std::size_t pass() const noexcept { return pass_; }
+
+  /// @return offsets (per frame) of a layout whose top is at most `height`, or empty when none was
+  /// found; `effort` (neighbours looked at, over the frames placed) is spent, and nothing more is tried
+  /// once it is 0.
+  /// `start`: a choice per position of the order to begin with (ranked offset, 0 = the best; missing
+  /// positions take 0), such as those of a layout of a schedule that begins as this one does.
+  [[nodiscard]] std::vector<std::size_t> under(std::size_t height, wall_rule walls, std::size_t& effort,
+                                               const std::vector<std::size_t>& start = {}) {
+    const std::size_t n = frames_.size();
+    offset_.assign(n, unplaced);
+    choice_ = start;
+    choice_.resize(n, 0);
+    std::size_t failed = place_from(0, height, walls, effort);
+    while (failed < n) {
+      bool progressed = false;
+      const std::size_t first = failed > revisit_reach ? failed - revisit_reach : 0;
+      for (std::size_t p = failed; p-- > first && !progressed && effort > 0;) {
+        const std::size_t kept = choice_[p];
+        for (std::size_t k = 1; k <= revisit_choices && !progressed && effort > 0; ++k) {
+          clear_from(p);
+          rank(order_[p], height, walls);
+          if (kept + k >= ranked_.size()) break;
+          choice_[p] = kept + k;
+          std::fill(choice_.begin() + static_cast<std::ptrdiff_t>(p) + 1, choice_.end(), std::size_t{0});
+          const std::size_t reached = place_from(p, height, walls, effort);
+          progressed = reached > failed;
+          failed = std::max(failed, reached);
+        }
+        if (!progressed) choice_[p] = kept;
+      }
+      if (!progressed) return {};
+    }
+    return offset_;
+  }
+
+ private:
+  static constexpr std::size_t unplaced = static_cast<std::size_t>(-1);
+
+  // Frames from position `from` of the order placed by their current choices; the position of the
+  // first that finds no room (or the frame count when all fit, or `from` when the effort ran out).
+  std::size_t place_from(std::size_t from, std::size_t height, wall_rule walls, std::size_t& effort) {
+    for (std::size_t p = from; p < order_.size(); ++p) {
+      const std::size_t cost = beside_[order_[p]].size() + 1;
+      if (effort < cost) {
+        effort = 0;
+        return from;
+      }
+      effort -= cost;
+      rank(order_[p], height, walls);
+      if (ranked_.empty()) return p;
+      offset_[order_[p]] = ranked_[std::min(choice_[p], ranked_.size() - 1)].second;
+    }
+    return order_.size();
+  }
+
+  void clear_from(std::size_t from) {
+    for (std::size_t p = from; p < order_.size(); ++p) offset_[order_[p]] = unplaced;
+  }
+
+  // The offsets frame `f` can take under `height` among the neighbours placed, against the bottom or
+  // the top of each gap it fits, best first: the adjacent neighbour dies nearest when `f` does.
+  void rank(std::size_t f, std::size_t height, wall_rule walls) {
+    taken_.clear();
+    ranked_.clear();
+    for (std::size_t j : beside_[f]) {
+      if (offset_[j] != unplaced) taken_.emplace_back(offset_[j], j);
+    }
+    std::sort(taken_.begin(), taken_.end());
+    const std::size_t wall = walls == wall_rule::never ? 4 * end_ + 4 : end_;
+    const std::size_t bytes = frames_[f].bytes;
+    const std::size_t dies = frames_[f].end;
+    auto distance = [&](std::size_t end) { return end > dies ? end - dies : dies - end; };
+    auto gap = [&](std::size_t low, std::size_t high, std::size_t below_dies, std::size_t above_dies) {
+      if (high <= low || high - low < bytes) return;
+      ranked_.emplace_back(distance(below_dies), low);
+      if (high - low > bytes) ranked_.emplace_back(distance(above_dies), high - bytes);
+    };
+    std::size_t cursor = 0;
+    std::size_t below_dies = wall;
+    for (const auto& [offset, j] : taken_) {
+      if (offset > cursor) gap(cursor, offset, below_dies, frames_[j].end);
+      const std::size_t top = offset + frames_[j].bytes;
+      if (top > cursor) {
+        cursor = top;
+        below_dies = frames_[j].end;
+      } else if (top == cursor) {
+        below_dies = std::max(below_dies, frames_[j].end);
+      }
+    }
+    if (height > cursor) gap(cursor, height, below_dies, wall);
+    std::stable_sort(ranked_.begin(), ranked_.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+  }
+
+  const std::vector<frame_interval>& frames_;
+  std::vector<std::size_t> order_;                  // frames by start, larger first at one start
+  std::vector<std::vector<std::size_t>> beside_;    // frames alive together
+  std::size_t end_ = 0;                             // the last frame's end
+  std::size_t pass_ = 0;
+  std::vector<std::size_t> offset_;
+  std::vector<std::size_t> choice_;                 // per position of the order: which ranked offset
+  std::vector<std::pair<std::size_t, std::size_t>> taken_;   // (offset, frame) of placed neighbours
+  std::vector<std::pair<std::size_t, std::size_t>> ranked_;  // (distance, offset)
+};
+
+/// A layout the sweep found: offsets per frame (empty: none), and the height, wall rule and choices
+/// that gave it (to start a schedule that begins the same way from).
+struct swept_layout {
+  std::vector<std::size_t> offsets;
+  std::size_t height = 0;
+  wall_rule walls = wall_rule::never;
+  std::vector<std::size_t> choices;
+};
+
+/// @return the lowest layout the sweep finds for `frames` at heights from `floor` to `limit`, within
+/// `effort` neighbours looked at, never less than four passes (both wall rules at each height); no
+/// offsets when none was found. With a `hint`, its wall rule and choices are tried first, at `floor`,
+/// with half the effort.
+/// Heights then go up coarsely (2.5%, 5%, 10%, 20%, 50% above `floor`, then `limit`) until one is
+/// reached, then up from the last one missed in steps of floor / 200.
+[[nodiscard]] inline swept_layout lowest_sweep(const std::vector<frame_interval>& frames, std::size_t floor,
+                                               std::size_t limit, std::size_t effort, const swept_layout* hint = nullptr) {
+  sweep_layout sweep(frames);
+  effort = std::max(effort, 32 * sweep.pass());
+  swept_layout found;
+  auto at = [&](std::size_t height) {
+    for (wall_rule walls : {wall_rule::never, wall_rule::at_the_end}) {
+      // A height the sweep cannot reach takes a third of what is left, so higher ones keep their chance.
+      std::size_t slice = std::min(effort, std::max(effort / 3, 2 * sweep.pass()));
+      effort -= slice;
+      found.offsets = sweep.under(height, walls, slice);
+      effort += slice;
+      if (!found.offsets.empty()) {
+        found.height = height;
+        found.walls = walls;
+        found.choices = sweep.choices();
+        return true;
+      }
+    }
+    return false;
+  };
+  if (hint != nullptr) {
+    std::size_t half = effort / 2;
+    effort -= half;
+    found.offsets = sweep.under(floor, hint->walls, half, hint->choices);
+    if (!found.offsets.empty()) {
+      found.height = floor;
+      found.walls = hint->walls;
+      found.choices = sweep.choices();
+      return found;
+    }
+  }
+  std::size_t missed = floor;  // the highest height missed below the one reached (floor: none tried)
+  bool reached = false;
+  for (std::size_t permille : {0, 25, 50, 100, 200, 500, 1000}) {
+    const std::size_t above = floor / 1000 * permille + floor % 1000 * permille / 1000;
+    const std::size_t height = permille == 1000 ? limit : std::min(limit, floor + above);
+    if (effort == 0) break;
+    if (permille > 0 && height <= missed) continue;
+    reached = at(height);
+    if (reached) break;
+    missed = height;
+    if (height == limit) break;
+  }
+  if (!reached) return {};
+  const swept_layout best = found;
+  const std::size_t top = top_of(frames, best.offsets);
+  const std::size_t step = std::max<std::size_t>(floor / 200, 1);
+  for (std::size_t height = missed + step; height < top && missed < top && effort > 0; height += step) {
+    if (at(height)) return found;
+  }
+  return best;
+}
+
+/// The anchor schedule's frames laid out by the sweep, from `floor` up to half again above it: a
+/// microbatch takes the copy of its chunk whose layers sit at the same offsets, else a new one (invalid
+/// past `budget` copies per chunk, or when no height up to there was reached within `effort`).
+/// `swept` gets the sweep's layout (for the schedules replayed after it).
+[[nodiscard]] inline anchor_layout sweep_anchor(const std::vector<std::vector<std::size_t>>& frame_bytes,
+                                                const std::vector<lifetime>& items, std::size_t floor, int budget,
+                                                std::size_t effort, swept_layout& swept) {
+  anchor_layout result{copy_table(frame_bytes), std::vector<std::ptrdiff_t>(items.size(), -1), 0, true};
+  const std::vector<frame_interval> frames = frames_of(frame_bytes, items);
+  if (frames.empty()) return result;
+  swept = lowest_sweep(frames, floor, floor + floor / 2, effort);
+  result.valid = !swept.offsets.empty() && add_copies(result.copies, items, swept.offsets, budget, result.copy_of);
+  if (result.valid) result.footprint = top_of(frames, swept.offsets);
+  return result;
+}
+
+}  // namespace graphpool::plan::detail
