@@ -38,7 +38,8 @@ struct packing {
   packing_order order = packing_order::start;
   bool split_layers = true;  ///< a new copy's layers go one by one into gaps (else back to back, as one block)
   bool best_fit = false;     ///< the smallest gap that holds a block (else the lowest)
-  int search_steps = 0;      ///< squeaky-wheel steps: microbatches that set the footprint move earlier
+  int search_steps = 0;      ///< squeaky-wheel steps (microbatches that set the footprint move earlier);
+                             ///< sweep: noisy sweeps per height after the exact ones
   std::size_t search_effort = 0;  ///< bounded, sweep: frames the search may visit (place) in all
 };
 

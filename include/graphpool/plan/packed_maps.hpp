@@ -78,7 +78,8 @@ namespace graphpool::plan {
   detail::swept_layout swept_whole;  // the same, of chunks laid out as whole blocks
   detail::anchor_layout best =
       how.order == packing_order::bounded ? detail::bounded_anchor(frame_bytes, items, live[anchor], budget, how.search_effort)
-      : how.order == packing_order::sweep ? detail::sweep_anchor(frame_bytes, items, live[anchor], budget, how.search_effort, swept)
+      : how.order == packing_order::sweep ? detail::sweep_anchor(frame_bytes, items, live[anchor], budget, how.search_effort,
+                                                                static_cast<unsigned>(how.search_steps), swept)
                                           : detail::place_anchor(frame_bytes, chunk_bytes, items, order, budget, how);
   std::mt19937 random(1);
   std::size_t current = best.valid ? best.footprint : static_cast<std::size_t>(-1);
@@ -194,7 +195,7 @@ namespace graphpool::plan {
         detail::swept_layout laid_out;
         if (!frames.empty()) {
           laid_out = detail::lowest_sweep(frames, result.footprint, result.footprint + result.footprint / 2, share,
-                                          hint.offsets.empty() ? nullptr : &hint);
+                                          static_cast<unsigned>(how.search_steps), hint.offsets.empty() ? nullptr : &hint);
         }
         if (laid_out.offsets.empty()) continue;
         const std::vector<std::size_t> offsets =

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <numeric>
 #include <utility>
 #include <vector>
@@ -49,6 +50,14 @@ class sweep_layout {
       }
     }
     for (const std::vector<std::size_t>& alive_with : beside_) pass_ += alive_with.size() + 1;
+  }
+
+  /// From now on, each distance a frame's offsets are ranked by gets up to `spread` events added, a hash
+  /// of `seed`, the frame and the offset: another sweep where the ranking is close, which the same seed
+  /// repeats exactly (a frame in the same place ranks its offsets alike). Spread 0 ranks exactly.
+  void perturb(unsigned seed, std::size_t spread) {
+    seed_ = seed;
+    spread_ = spread;
   }
 
   /// The choices (per position of the order) of the last layout `under` returned.
@@ -111,6 +120,15 @@ class sweep_layout {
     return order_.size();
   }
 
+  // A hash of the seed, a frame and an offset (splitmix64's finalizer).
+  [[nodiscard]] std::uint64_t noise(std::size_t frame, std::size_t offset) const noexcept {
+    std::uint64_t z = (static_cast<std::uint64_t>(seed_) << 32) ^ (static_cast<std::uint64_t>(frame) * 0x9e3779b97f4a7c15ULL) ^
+                      static_cast<std::uint64_t>(offset);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  }
+
   void clear_from(std::size_t from) {
     for (std::size_t p = from; p < order_.size(); ++p) offset_[order_[p]] = unplaced;
   }
@@ -127,11 +145,13 @@ class sweep_layout {
     const std::size_t wall = walls == wall_rule::never ? 4 * end_ + 4 : end_;
     const std::size_t bytes = frames_[f].bytes;
     const std::size_t dies = frames_[f].end;
-    auto distance = [&](std::size_t end) { return end > dies ? end - dies : dies - end; };
+    auto distance = [&](std::size_t end, std::size_t offset) {
+      return (end > dies ? end - dies : dies - end) + (spread_ == 0 ? 0 : noise(f, offset) % spread_);
+    };
     auto gap = [&](std::size_t low, std::size_t high, std::size_t below_dies, std::size_t above_dies) {
       if (high <= low || high - low < bytes) return;
-      ranked_.emplace_back(distance(below_dies), low);
-      if (high - low > bytes) ranked_.emplace_back(distance(above_dies), high - bytes);
+      ranked_.emplace_back(distance(below_dies, low), low);
+      if (high - low > bytes) ranked_.emplace_back(distance(above_dies, high - bytes), high - bytes);
     };
     std::size_t cursor = 0;
     std::size_t below_dies = wall;
@@ -155,11 +175,16 @@ class sweep_layout {
   std::vector<std::vector<std::size_t>> beside_;    // frames alive together
   std::size_t end_ = 0;                             // the last frame's end
   std::size_t pass_ = 0;
+  unsigned seed_ = 0;
+  std::size_t spread_ = 0;
   std::vector<std::size_t> offset_;
   std::vector<std::size_t> choice_;                 // per position of the order: which ranked offset
   std::vector<std::pair<std::size_t, std::size_t>> taken_;   // (offset, frame) of placed neighbours
   std::vector<std::pair<std::size_t, std::size_t>> ranked_;  // (distance, offset)
 };
+
+/// The noise (events) of the sweeps tried at a height after the two exact ones.
+inline constexpr std::size_t sweep_noise = 8;
 
 /// A layout the sweep found: offsets per frame (empty: none), and the height, wall rule and choices
 /// that gave it (to start a schedule that begins the same way from).
@@ -167,30 +192,41 @@ struct swept_layout {
   std::vector<std::size_t> offsets;
   std::size_t height = 0;
   wall_rule walls = wall_rule::never;
+  unsigned seed = 0;       // the ranking's noise (sweep_layout::perturb)
+  std::size_t spread = 0;
   std::vector<std::size_t> choices;
 };
 
 /// @return the lowest layout the sweep finds for `frames` at heights from `floor` to `limit`, within
-/// `effort` neighbours looked at, never less than four passes (both wall rules at each height); no
-/// offsets when none was found. With a `hint`, its wall rule and choices are tried first, at `floor`,
-/// with half the effort.
-/// Heights then go up coarsely (2.5%, 5%, 10%, 20%, 50% above `floor`, then `limit`) until one is
-/// reached, then up from the last one missed in steps of floor / 200.
+/// `effort` neighbours looked at, never less than 32 passes; no offsets when none was found. At each
+/// height: both wall rules, then `restarts` sweeps ranked with noise (when the effort affords them at
+/// every height). With a `hint`, its wall rule, noise and choices are tried first, at `floor`, with
+/// half the effort. Heights go up coarsely (2.5%, 5%, 10%, 20%, 50% above `floor`, then `limit`)
+/// until one is reached, then up from the last one missed in steps of floor / 200.
 [[nodiscard]] inline swept_layout lowest_sweep(const std::vector<frame_interval>& frames, std::size_t floor,
-                                               std::size_t limit, std::size_t effort, const swept_layout* hint = nullptr) {
+                                               std::size_t limit, std::size_t effort, unsigned restarts = 0,
+                                               const swept_layout* hint = nullptr) {
   sweep_layout sweep(frames);
   effort = std::max(effort, 32 * sweep.pass());
   swept_layout found;
+  // Sweeps ranked with a little noise where the effort affords them at every height (small schedules).
+  const unsigned attempts = 64 * sweep.pass() * (2 + restarts) <= effort ? 2 + restarts : 2;
   auto at = [&](std::size_t height) {
-    for (wall_rule walls : {wall_rule::never, wall_rule::at_the_end}) {
-      // A height the sweep cannot reach takes a third of what is left, so higher ones keep their chance.
-      std::size_t slice = std::min(effort, std::max(effort / 3, 2 * sweep.pass()));
+    // Each wall rule, then the noisy sweeps (64 passes each); a height the sweep cannot reach takes a
+    // share of what is left, so higher ones keep their chance.
+    for (unsigned attempt = 0; attempt < attempts && effort > 0; ++attempt) {
+      const wall_rule walls = attempt % 2 == 0 ? wall_rule::never : wall_rule::at_the_end;
+      sweep.perturb(attempt, attempt < 2 ? 0 : sweep_noise);
+      const std::size_t share = attempt < 2 ? std::max(effort / 3, 2 * sweep.pass()) : 64 * sweep.pass();
+      std::size_t slice = std::min(effort, share);
       effort -= slice;
       found.offsets = sweep.under(height, walls, slice);
       effort += slice;
       if (!found.offsets.empty()) {
         found.height = height;
         found.walls = walls;
+        found.seed = attempt;
+        found.spread = attempt < 2 ? 0 : sweep_noise;
         found.choices = sweep.choices();
         return true;
       }
@@ -200,10 +236,14 @@ struct swept_layout {
   if (hint != nullptr) {
     std::size_t half = effort / 2;
     effort -= half;
+    sweep.perturb(hint->seed, hint->spread);
     found.offsets = sweep.under(floor, hint->walls, half, hint->choices);
+    effort += half;
     if (!found.offsets.empty()) {
       found.height = floor;
       found.walls = hint->walls;
+      found.seed = hint->seed;
+      found.spread = hint->spread;
       found.choices = sweep.choices();
       return found;
     }
@@ -233,14 +273,14 @@ struct swept_layout {
 /// The anchor schedule's frames laid out by the sweep, from `floor` up to half again above it: a
 /// microbatch takes the copy of its chunk whose layers sit at the same offsets, else a new one (invalid
 /// past `budget` copies per chunk, or when no height up to there was reached within `effort`).
-/// `swept` gets the sweep's layout (for the schedules replayed after it).
+/// `swept` gets the sweep's layout (for the schedules replayed after it); `restarts` as lowest_sweep's.
 [[nodiscard]] inline anchor_layout sweep_anchor(const std::vector<std::vector<std::size_t>>& frame_bytes,
                                                 const std::vector<lifetime>& items, std::size_t floor, int budget,
-                                                std::size_t effort, swept_layout& swept) {
+                                                std::size_t effort, unsigned restarts, swept_layout& swept) {
   anchor_layout result{copy_table(frame_bytes), std::vector<std::ptrdiff_t>(items.size(), -1), 0, true};
   const std::vector<frame_interval> frames = frames_of(frame_bytes, items);
   if (frames.empty()) return result;
-  swept = lowest_sweep(frames, floor, floor + floor / 2, effort);
+  swept = lowest_sweep(frames, floor, floor + floor / 2, effort, restarts);
   result.valid = !swept.offsets.empty() && add_copies(result.copies, items, swept.offsets, budget, result.copy_of);
   if (result.valid) result.footprint = top_of(frames, swept.offsets);
   return result;
