@@ -100,10 +100,15 @@ inline constexpr packing layout_packings[] = {
     return detail::plan_with_maps(p, mode, sizes, modulo_maps(p.schedules, period), period, false, detail::full_effort);
   };
   // Maps laid out as dynamic storage allocation on the schedules' intervals, several ways; the
-  // smallest layout (then the fewest copies) is planned. At the live bound no map can do better.
+  // smallest layout (then the fewest copies) of each family is kept: the sweep's, and the others'. At
+  // the live bound no map can do better.
   const std::size_t live_bound = peak_live_bytes(p.schedules, sizes.chunk_bytes);
-  packed_maps packed;
-  packed.valid = false;
+  packed_maps packed[2];  // [0]: greedy orders and the bounded search; [1]: the sweep
+  packed[0].valid = packed[1].valid = false;
+  auto smaller = [](const packed_maps& a, const packed_maps& b) {
+    return a.valid && (!b.valid || a.footprint < b.footprint ||
+                       (a.footprint == b.footprint && copies_used(a.maps) < copies_used(b.maps)));
+  };
   // Equal frames: the packing by forward time fits the most alive at once with the fewest copies; the
   // height-bounded search cannot do better and opens more copies.
   std::size_t first_bytes = 0;  // of the first frame that has any
@@ -118,16 +123,15 @@ inline constexpr packing layout_packings[] = {
   for (const packing& how : layout_packings) {
     if ((how.order == packing_order::bounded || how.order == packing_order::sweep) && equal_frames) continue;
     packed_maps candidate = pack_maps(p.schedules, sizes.bytes, budget, how);
-    if (candidate.valid && (!packed.valid || candidate.footprint < packed.footprint ||
-                            (candidate.footprint == packed.footprint && copies_used(candidate.maps) < copies_used(packed.maps)))) {
-      packed = std::move(candidate);
-    }
-    if (packed.valid && packed.footprint <= live_bound) break;
+    packed_maps& kept = packed[how.order == packing_order::sweep ? 1 : 0];
+    if (smaller(candidate, kept)) kept = std::move(candidate);
+    if (kept.valid && kept.footprint <= live_bound) break;
   }
-  if (packed.valid && packed.footprint <= live_bound) {
-    const int copies = copies_used(packed.maps);
-    plan best = detail::plan_with_maps(p, mode, sizes, std::move(packed.maps), copies, false, detail::candidate_effort,
-                                       packed.offsets);
+  packed_maps& least = smaller(packed[1], packed[0]) ? packed[1] : packed[0];
+  if (least.valid && least.footprint <= live_bound) {
+    const int copies = copies_used(least.maps);
+    plan best = detail::plan_with_maps(p, mode, sizes, std::move(least.maps), copies, false, detail::candidate_effort,
+                                       least.offsets);
     if (best.grad.footprint_bytes <= best.grad.live_bound_bytes) return best;
     // Gradients above their bound: the copies split by backward parity, or m mod S where it holds as few
     // saved bytes (with fewer copies).
@@ -147,10 +151,13 @@ inline constexpr packing layout_packings[] = {
     plan candidate = detail::plan_with_maps(p, mode, sizes, std::move(maps), copies, false, detail::candidate_effort);
     if (better(candidate, best)) best = std::move(candidate);
   }
-  if (packed.valid && best.saved.footprint_bytes > best.saved.live_bound_bytes) {
-    const int copies = copies_used(packed.maps);
-    plan candidate = detail::plan_with_maps(p, mode, sizes, std::move(packed.maps), copies, false,
-                                            detail::candidate_effort, packed.offsets);
+  // Both families' layouts: the sweep's many copies can leave the placement search less room than a
+  // layout a little higher.
+  for (packed_maps& layout : packed) {
+    if (!layout.valid || best.saved.footprint_bytes <= best.saved.live_bound_bytes) continue;
+    const int copies = copies_used(layout.maps);
+    plan candidate = detail::plan_with_maps(p, mode, sizes, std::move(layout.maps), copies, false,
+                                            detail::candidate_effort, layout.offsets);
     if (better(candidate, best)) best = std::move(candidate);
   }
   plan split = detail::with_gradient_parity(p, mode, sizes, best, budget);
