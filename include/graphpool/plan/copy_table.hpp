@@ -40,7 +40,7 @@ struct packing {
   bool best_fit = false;     ///< the smallest gap that holds a block (else the lowest)
   int search_steps = 0;      ///< squeaky-wheel steps (microbatches that set the footprint move earlier);
                              ///< sweep: noisy sweeps per height after the exact ones
-  std::size_t search_effort = 0;  ///< bounded, sweep: frames the search may visit (place) in all
+  std::size_t search_effort = 0;  ///< bounded: frames the search may visit; sweep: neighbours it may look at
 };
 
 namespace detail {

@@ -76,11 +76,13 @@ namespace graphpool::plan {
   });
   detail::swept_layout swept;  // the sweep's last layout: the next schedule starts from its choices
   detail::swept_layout swept_whole;  // the same, of chunks laid out as whole blocks
+  const auto restarts = static_cast<unsigned>(how.search_steps);
   detail::anchor_layout best =
-      how.order == packing_order::bounded ? detail::bounded_anchor(frame_bytes, items, live[anchor], budget, how.search_effort)
-      : how.order == packing_order::sweep ? detail::sweep_anchor(frame_bytes, items, live[anchor], budget, how.search_effort,
-                                                                static_cast<unsigned>(how.search_steps), swept)
-                                          : detail::place_anchor(frame_bytes, chunk_bytes, items, order, budget, how);
+      how.order == packing_order::bounded
+          ? detail::bounded_anchor(frame_bytes, items, live[anchor], budget, how.search_effort)
+      : how.order == packing_order::sweep
+          ? detail::sweep_anchor(frame_bytes, items, live[anchor], budget, how.search_effort, restarts, swept)
+          : detail::place_anchor(frame_bytes, chunk_bytes, items, order, budget, how);
   std::mt19937 random(1);
   std::size_t current = best.valid ? best.footprint : static_cast<std::size_t>(-1);
   // A step re-places every microbatch against those placed before it: fewer steps on longer schedules
@@ -136,8 +138,9 @@ namespace graphpool::plan {
   // With a search effort, each first looks for a replay that adds no copy (a share of what is left),
   // trying first the copies the schedule bound before it gave the same microbatch (counts begin alike)
   // and the one as far from the end (they end alike): `previous`, copy ids per [chunk][microbatch].
+  const auto anchor_microbatches = static_cast<std::size_t>(schedules[anchor].microbatches());
   std::vector<std::vector<std::ptrdiff_t>> previous(static_cast<std::size_t>(schedules[anchor].chunks()),
-                                                    std::vector<std::ptrdiff_t>(static_cast<std::size_t>(schedules[anchor].microbatches()), -1));
+                                                    std::vector<std::ptrdiff_t>(anchor_microbatches, -1));
   for (std::size_t i = 0; i < items.size(); ++i) {
     previous[static_cast<std::size_t>(items[i].chunk)][static_cast<std::size_t>(items[i].microbatch)] = best.copy_of[i];
   }
@@ -195,7 +198,7 @@ namespace graphpool::plan {
         detail::swept_layout laid_out;
         if (!frames.empty()) {
           laid_out = detail::lowest_sweep(frames, result.footprint, result.footprint + result.footprint / 2, share,
-                                          static_cast<unsigned>(how.search_steps), hint.offsets.empty() ? nullptr : &hint);
+                                          restarts, hint.offsets.empty() ? nullptr : &hint);
         }
         if (laid_out.offsets.empty()) continue;
         const std::vector<std::size_t> offsets =

@@ -122,8 +122,8 @@ class sweep_layout {
 
   // A hash of the seed, a frame and an offset (splitmix64's finalizer).
   [[nodiscard]] std::uint64_t noise(std::size_t frame, std::size_t offset) const noexcept {
-    std::uint64_t z = (static_cast<std::uint64_t>(seed_) << 32) ^ (static_cast<std::uint64_t>(frame) * 0x9e3779b97f4a7c15ULL) ^
-                      static_cast<std::uint64_t>(offset);
+    std::uint64_t z = (static_cast<std::uint64_t>(seed_) << 32) ^
+                      (static_cast<std::uint64_t>(frame) * 0x9e3779b97f4a7c15ULL) ^ static_cast<std::uint64_t>(offset);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
     return z ^ (z >> 31);
@@ -186,6 +186,11 @@ class sweep_layout {
 /// The noise (events) of the sweeps tried at a height after the two exact ones.
 inline constexpr std::size_t sweep_noise = 8;
 
+/// Whether `effort` affords `restarts` noisy sweeps (64 passes each) besides the exact ones at a height.
+[[nodiscard]] inline bool affords_restarts(const sweep_layout& sweep, std::size_t effort, unsigned restarts) {
+  return 64 * sweep.pass() * (2 + restarts) <= effort;
+}
+
 /// A layout the sweep found: offsets per frame (empty: none), and the height, wall rule and choices
 /// that gave it (to start a schedule that begins the same way from).
 struct swept_layout {
@@ -210,7 +215,7 @@ struct swept_layout {
   effort = std::max(effort, 32 * sweep.pass());
   swept_layout found;
   // Sweeps ranked with a little noise where the effort affords them at every height (small schedules).
-  const unsigned attempts = 64 * sweep.pass() * (2 + restarts) <= effort ? 2 + restarts : 2;
+  const unsigned attempts = affords_restarts(sweep, effort, restarts) ? 2 + restarts : 2;
   auto at = [&](std::size_t height) {
     // Each wall rule, then the noisy sweeps (64 passes each); a height the sweep cannot reach takes a
     // share of what is left, so higher ones keep their chance.
@@ -273,13 +278,18 @@ struct swept_layout {
 /// The anchor schedule's frames laid out by the sweep, from `floor` up to half again above it: a
 /// microbatch takes the copy of its chunk whose layers sit at the same offsets, else a new one (invalid
 /// past `budget` copies per chunk, or when no height up to there was reached within `effort`).
-/// `swept` gets the sweep's layout (for the schedules replayed after it); `restarts` as lowest_sweep's.
+/// `swept` gets the sweep's layout (for the schedules replayed after it); `restarts` as lowest_sweep's,
+/// and invalid when the effort does not afford them (the exact sweep is the same layout then).
 [[nodiscard]] inline anchor_layout sweep_anchor(const std::vector<std::vector<std::size_t>>& frame_bytes,
                                                 const std::vector<lifetime>& items, std::size_t floor, int budget,
                                                 std::size_t effort, unsigned restarts, swept_layout& swept) {
   anchor_layout result{copy_table(frame_bytes), std::vector<std::ptrdiff_t>(items.size(), -1), 0, true};
   const std::vector<frame_interval> frames = frames_of(frame_bytes, items);
   if (frames.empty()) return result;
+  if (restarts > 0 && !affords_restarts(sweep_layout(frames), effort, restarts)) {
+    result.valid = false;
+    return result;
+  }
   swept = lowest_sweep(frames, floor, floor + floor / 2, effort, restarts);
   result.valid = !swept.offsets.empty() && add_copies(result.copies, items, swept.offsets, budget, result.copy_of);
   if (result.valid) result.footprint = top_of(frames, swept.offsets);
