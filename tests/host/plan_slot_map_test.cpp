@@ -121,7 +121,6 @@ TEST_CASE("equal frames in chunks of different layer counts reach a union's live
   }
 }
 
-
 TEST_CASE("every layout packing gives valid maps and layouts, at or above the live bound", "[plan][slot_map]") {
   // Heterogeneous chunks (one empty, layers of different sizes), single schedules and unions.
   const std::vector<std::vector<std::size_t>> frame_bytes = {{}, {77 * MiB, 9 * MiB}, {40 * MiB}, {188 * MiB, 0, 21 * MiB}};
