@@ -80,6 +80,7 @@ struct frame_interval {
                                      std::vector<std::ptrdiff_t>& copy_of) {
   std::vector<std::pair<int, std::vector<std::size_t>>> added;  // (chunk, offsets per layer), not yet in `copies`
   std::vector<std::ptrdiff_t> found(items.size(), -1);            // a copy id, or -2 - an index into `added`
+  std::vector<std::size_t> of_chunk;                               // copies per chunk, with those added
   std::size_t f = 0;
   for (std::size_t i = 0; i < items.size(); ++i) {
     const int chunk = items[i].chunk;
@@ -99,9 +100,11 @@ struct frame_interval {
       if (added[a].first == chunk && added[a].second == placed) found[i] = -2 - static_cast<std::ptrdiff_t>(a);
     }
     if (found[i] != -1) continue;
-    std::size_t of_chunk = copies.of_chunk(chunk).size();
-    for (const auto& copy : added) of_chunk += copy.first == chunk ? 1 : 0;
-    if (static_cast<int>(of_chunk) >= budget) return false;
+    const auto c = static_cast<std::size_t>(chunk);
+    if (of_chunk.size() <= c) of_chunk.resize(c + 1, 0);
+    if (of_chunk[c] == 0) of_chunk[c] = copies.of_chunk(chunk).size();
+    if (static_cast<int>(of_chunk[c]) >= budget) return false;
+    ++of_chunk[c];
     found[i] = -2 - static_cast<std::ptrdiff_t>(added.size());
     added.emplace_back(chunk, std::move(placed));
   }

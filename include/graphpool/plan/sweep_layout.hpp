@@ -207,13 +207,20 @@ struct swept_layout {
 /// height: both wall rules, then `restarts` sweeps ranked with noise (when the effort affords them at
 /// every height). With a `hint`, its wall rule, noise and choices are tried first, at `floor`, with
 /// half the effort. Heights go up coarsely (2.5%, 5%, 10%, 20%, 50% above `floor`, then `limit`)
-/// until one is reached, then up from the last one missed in steps of floor / 200.
-[[nodiscard]] inline swept_layout lowest_sweep(const std::vector<frame_interval>& frames, std::size_t floor,
-                                               std::size_t limit, std::size_t effort, unsigned restarts = 0,
-                                               const swept_layout* hint = nullptr) {
-  sweep_layout sweep(frames);
+/// until one is reached, then up from the last one missed in steps of floor / 200. `sweep` was built
+/// over `frames`.
+[[nodiscard]] inline swept_layout lowest_sweep(sweep_layout& sweep, const std::vector<frame_interval>& frames,
+                                               std::size_t floor, std::size_t limit, std::size_t effort,
+                                               unsigned restarts = 0, const swept_layout* hint = nullptr) {
   effort = std::max(effort, 32 * sweep.pass());
   swept_layout found;
+  auto keep = [&](std::size_t height, wall_rule walls, unsigned seed, std::size_t spread) {
+    found.height = height;
+    found.walls = walls;
+    found.seed = seed;
+    found.spread = spread;
+    found.choices = sweep.choices();
+  };
   // Sweeps ranked with a little noise where the effort affords them at every height (small schedules).
   const unsigned attempts = affords_restarts(sweep, effort, restarts) ? 2 + restarts : 2;
   auto at = [&](std::size_t height) {
@@ -221,18 +228,15 @@ struct swept_layout {
     // share of what is left, so higher ones keep their chance.
     for (unsigned attempt = 0; attempt < attempts && effort > 0; ++attempt) {
       const wall_rule walls = attempt % 2 == 0 ? wall_rule::never : wall_rule::at_the_end;
-      sweep.perturb(attempt, attempt < 2 ? 0 : sweep_noise);
+      const std::size_t spread = attempt < 2 ? 0 : sweep_noise;
+      sweep.perturb(attempt, spread);
       const std::size_t share = attempt < 2 ? std::max(effort / 3, 2 * sweep.pass()) : 64 * sweep.pass();
       std::size_t slice = std::min(effort, share);
       effort -= slice;
       found.offsets = sweep.under(height, walls, slice);
       effort += slice;
       if (!found.offsets.empty()) {
-        found.height = height;
-        found.walls = walls;
-        found.seed = attempt;
-        found.spread = attempt < 2 ? 0 : sweep_noise;
-        found.choices = sweep.choices();
+        keep(height, walls, attempt, spread);
         return true;
       }
     }
@@ -245,11 +249,7 @@ struct swept_layout {
     found.offsets = sweep.under(floor, hint->walls, half, hint->choices);
     effort += half;
     if (!found.offsets.empty()) {
-      found.height = floor;
-      found.walls = hint->walls;
-      found.seed = hint->seed;
-      found.spread = hint->spread;
-      found.choices = sweep.choices();
+      keep(floor, hint->walls, hint->seed, hint->spread);
       return found;
     }
   }
@@ -275,6 +275,14 @@ struct swept_layout {
   return best;
 }
 
+/// The same, over a sweep built here.
+[[nodiscard]] inline swept_layout lowest_sweep(const std::vector<frame_interval>& frames, std::size_t floor,
+                                               std::size_t limit, std::size_t effort, unsigned restarts = 0,
+                                               const swept_layout* hint = nullptr) {
+  sweep_layout sweep(frames);
+  return lowest_sweep(sweep, frames, floor, limit, effort, restarts, hint);
+}
+
 /// The anchor schedule's frames laid out by the sweep, from `floor` up to half again above it: a
 /// microbatch takes the copy of its chunk whose layers sit at the same offsets, else a new one (invalid
 /// past `budget` copies per chunk, or when no height up to there was reached within `effort`).
@@ -286,11 +294,12 @@ struct swept_layout {
   anchor_layout result{copy_table(frame_bytes), std::vector<std::ptrdiff_t>(items.size(), -1), 0, true};
   const std::vector<frame_interval> frames = frames_of(frame_bytes, items);
   if (frames.empty()) return result;
-  if (restarts > 0 && !affords_restarts(sweep_layout(frames), effort, restarts)) {
+  sweep_layout sweep(frames);
+  if (restarts > 0 && !affords_restarts(sweep, effort, restarts)) {
     result.valid = false;
     return result;
   }
-  swept = lowest_sweep(frames, floor, floor + floor / 2, effort, restarts);
+  swept = lowest_sweep(sweep, frames, floor, floor + floor / 2, effort, restarts);
   result.valid = !swept.offsets.empty() && add_copies(result.copies, items, swept.offsets, budget, result.copy_of);
   if (result.valid) result.footprint = top_of(frames, swept.offsets);
   return result;
