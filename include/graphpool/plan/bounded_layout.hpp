@@ -151,10 +151,10 @@ class height_search {
 /// microbatch on a copy of its chunk that shares no bytes with the copies alive beside it (its
 /// `preferred` copies first, in order, when given per item; then lowest top first), backing up where
 /// none is free. Copy id per item of `items` (-1: a chunk of no bytes), or empty when no such replay
-/// was found within `effort` (copies and their overlaps visited).
+/// was found within `effort` (copies and their overlaps visited), which it spends from.
 [[nodiscard]] inline std::vector<std::ptrdiff_t> replay_over(const copy_table& copies, const std::vector<lifetime>& items,
                                                              const std::vector<std::size_t>& chunk_bytes,
-                                                             std::size_t effort,
+                                                             std::size_t& effort,
                                                              const std::vector<std::vector<std::size_t>>& preferred = {}) {
   std::vector<std::size_t> placed;  // items of chunks with bytes, by forward time
   for (std::size_t i = 0; i < items.size(); ++i) {
@@ -184,7 +184,10 @@ class height_search {
         cost += shared.size();
         for (std::size_t other : shared) blocked[other] = 1;
       }
-      if (cost > effort) return {};
+      if (cost > effort) {
+        effort = 0;
+        return {};
+      }
       effort -= cost;
       choices[k].clear();
       for (std::size_t id : copies.of_chunk(items[placed[k]].chunk)) {

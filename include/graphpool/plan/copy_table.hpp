@@ -41,6 +41,10 @@ struct packing {
   int search_steps = 0;      ///< squeaky-wheel steps (microbatches that set the footprint move earlier);
                              ///< sweep: noisy sweeps per height after the exact ones
   std::size_t search_effort = 0;  ///< bounded: frames the search may visit; sweep: neighbours it may look at
+  /// sweep, unions: a count with no replay over the copies, laid out by itself, may spend 1 / this of the
+  /// effort left (the longest counts come first, and one held to less rises above the footprint); 0: an
+  /// equal share with the counts after it, which holds the footprint less but opens fewer copies.
+  unsigned own_layout_share = 0;
 };
 
 namespace detail {

@@ -18,7 +18,7 @@
 #include "graphpool/plan/liveness.hpp"
 #include "graphpool/plan/schedule.hpp"
 #include "graphpool/plan/slot_map.hpp"
-#include "graphpool/plan/sweep_layout.hpp"
+#include "graphpool/plan/lowest_sweep.hpp"
 
 namespace graphpool::plan {
 
@@ -135,7 +135,8 @@ namespace graphpool::plan {
   }
 
   // The other schedules replay over the same copies: a copy is free when no live copy shares its bytes.
-  // With a search effort, each first looks for a replay that adds no copy (a share of what is left),
+  // With a search effort, each first looks for a replay that adds no copy (spending at most an equal share
+  // of what is left),
   // trying first the copies the schedule bound before it gave the same microbatch (counts begin alike)
   // and the one as far from the end (they end alike): `previous`, copy ids per [chunk][microbatch].
   const auto anchor_microbatches = static_cast<std::size_t>(schedules[anchor].microbatches());
@@ -168,7 +169,6 @@ namespace graphpool::plan {
       }
     };
     const std::size_t share = replay_effort / (by_weight.size() - k);
-    replay_effort -= share;
     if (share > 0) {
       std::vector<std::vector<std::size_t>> preferred(replayed.size());
       for (std::size_t i = 0; i < replayed.size(); ++i) {
@@ -179,17 +179,19 @@ namespace graphpool::plan {
           if (at < row.size() && row[at] >= 0) preferred[i].push_back(static_cast<std::size_t>(row[at]));
         }
       }
-      const std::vector<std::ptrdiff_t> found = detail::replay_over(copies, replayed, chunk_bytes, share, preferred);
+      std::size_t left = share;
+      const std::vector<std::ptrdiff_t> found = detail::replay_over(copies, replayed, chunk_bytes, left, preferred);
+      replay_effort -= share - left;
       if (!found.empty()) {
         bind(found);
         continue;
       }
     }
     if (how.order == packing_order::sweep) {
-      // No replay over these copies: the schedule laid out by itself, at the footprint or as little above
-      // as the sweep finds, on the copies whose layers sit where its layout puts them and on new ones:
-      // each chunk's layers as one block (so other counts share its copies more often), else (no layout
-      // within the budget) its frames one by one.
+      // No replay over these copies: the schedule laid out by itself (its effort: how.own_layout_share),
+      // at the footprint or as little above as the sweep finds, on the copies whose layers sit where its
+      // layout puts them and on new ones: each chunk's layers as one block (so other counts share its
+      // copies more often), else (no layout within the budget) its frames one by one.
       bool bound = false;
       for (bool whole : {true, false}) {
         const std::vector<detail::frame_interval> frames =
@@ -197,8 +199,10 @@ namespace graphpool::plan {
         detail::swept_layout& hint = whole ? swept_whole : swept;
         detail::swept_layout laid_out;
         if (!frames.empty()) {
-          laid_out = detail::lowest_sweep(frames, result.footprint, result.footprint + result.footprint / 2, share,
+          const std::size_t allowed = how.own_layout_share > 0 ? replay_effort / how.own_layout_share : share;
+          laid_out = detail::lowest_sweep(frames, result.footprint, result.footprint + result.footprint / 2, allowed,
                                           restarts, hint.offsets.empty() ? nullptr : &hint);
+          replay_effort -= std::min(replay_effort, laid_out.spent);
         }
         if (laid_out.offsets.empty()) continue;
         const std::vector<std::size_t> offsets =

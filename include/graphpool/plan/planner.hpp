@@ -30,13 +30,15 @@ namespace graphpool::plan {
 /// @brief The layouts make_plan tries for the schedule rule, in order, until one reaches the live bound:
 /// by forward time with layers apart (equal frames reach the live bound); then, for unequal frames, the
 /// sweep (each frame beside the neighbour that dies nearest its own end, earlier choices revisited where
-/// one finds no room: the exchange of interleaved schedules), exact and with noisy restarts; offline
+/// one finds no room: the exchange of interleaved schedules), exact and with noisy restarts, and where
+/// those run out of copies on a union, with even shares of effort for its counts; offline
 /// orders with whole chunks best-fit, each refined by a squeaky-wheel search; and frames under a height,
 /// backing up where one does not fit.
 inline constexpr packing layout_packings[] = {
     {packing_order::start, true, false, 0},
-    {packing_order::sweep, true, false, 0, 60'000'000},
-    {packing_order::sweep, true, false, 6, 60'000'000},
+    {packing_order::sweep, true, false, 0, 60'000'000, 4},
+    {packing_order::sweep, true, false, 6, 60'000'000, 4},
+    {packing_order::sweep, true, false, 0, 60'000'000, 0},
     {packing_order::size, false, true, 40},
     {packing_order::area, false, true, 40},
     {packing_order::lifetime, false, false, 40},
@@ -82,9 +84,9 @@ inline constexpr packing layout_packings[] = {
                 " copies (0 = no limit)");
   }
   int budget = p.max_copies == twice_modulo_copies ? 2 * period : p.max_copies;
-  if (budget == 0) {
+  if (budget == 0) {  // each microbatch of each schedule a copy of its own at most
     budget = 1;
-    for (const schedule& s : p.schedules) budget = std::max(budget, s.microbatches() * chunks);
+    for (const schedule& s : p.schedules) budget += s.microbatches();
   }
   // No more copies than one plan holds frames for (max_frames over every chunk's layers), nor fewer
   // than m mod S's.
@@ -123,6 +125,8 @@ inline constexpr packing layout_packings[] = {
   }
   for (const packing& how : layout_packings) {
     if ((how.order == packing_order::bounded || how.order == packing_order::sweep) && equal_frames) continue;
+    // The sweep with even shares for the counts of a union only where the others ran out of copies.
+    if (how.order == packing_order::sweep && how.own_layout_share == 0 && packed[1].valid) continue;
     packed_maps candidate = pack_maps(p.schedules, sizes.bytes, budget, how);
     packed_maps& kept = packed[how.order == packing_order::sweep ? 1 : 0];
     if (smaller(candidate, kept)) kept = std::move(candidate);
