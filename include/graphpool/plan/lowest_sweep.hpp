@@ -1,7 +1,8 @@
 #pragma once
 /// @file lowest_sweep.hpp
 /// @brief The sweep (sweep_layout.hpp) run at heights from a floor up until one is reached, exact and
-/// with noisy restarts, and the anchor schedule's copies laid out from it. Host-only: no CUDA header.
+/// with noisy restarts, then lowered by the squeaky wheel, and the anchor schedule's copies laid out
+/// from it. Host-only: no CUDA header.
 
 #include <algorithm>
 #include <cstddef>
@@ -124,25 +125,81 @@ struct swept_layout {
   return lowest_sweep(sweep, frames, floor, limit, effort, restarts, hint);
 }
 
+/// How many positions earlier in its order the squeaky wheel moves the frame a sweep got stuck at, and
+/// how far back the sweeps it runs revisit choices (less than the default: the order does the rest).
+inline constexpr std::size_t squeaky_move = 16;
+inline constexpr std::size_t squeaky_revisit_reach = 30;
+
+/// Lowers `found` (a layout of `frames` that `sweep` found, or none) with the squeaky wheel: heights
+/// below its top in steps of floor / 200, each with a third of the effort left; where both wall rules
+/// get stuck, the frame they got stuck at moves squeaky_move positions earlier in the sweep's order and
+/// the sweep runs again (at most once per frame at a height). Stops at the first height not reached
+/// within its share, or at `floor`.
+inline void squeeze(sweep_layout& sweep, const std::vector<frame_interval>& frames, std::size_t floor,
+                    std::size_t& effort, swept_layout& found) {
+  if (found.offsets.empty()) return;
+  const std::size_t step = std::max<std::size_t>(floor / 200, 1);
+  std::size_t top = top_of(frames, found.offsets);
+  while (top >= floor + step && effort > 0) {
+    const std::size_t height = top - step;
+    std::size_t share = effort / 3;
+    effort -= share;
+    bool reached = false;
+    for (std::size_t moves = 0; !reached && share > 0 && moves <= frames.size(); ++moves) {
+      for (wall_rule walls : {wall_rule::never, wall_rule::at_the_end}) {
+        std::vector<std::size_t> offsets = sweep.under(height, walls, share);
+        if (offsets.empty()) continue;
+        found.offsets = std::move(offsets);
+        found.height = height;
+        found.walls = walls;
+        found.seed = 0;
+        found.spread = 0;
+        found.choices.clear();  // they rank offsets in the promoted order, which another sweep does not have
+        reached = true;
+        break;
+      }
+      if (!reached) sweep.promote(sweep.stuck(), squeaky_move);
+    }
+    effort += share;
+    if (!reached) return;
+    top = top_of(frames, found.offsets);
+  }
+}
+
 /// The anchor schedule's frames laid out by the sweep, from `floor` up to half again above it: a
 /// microbatch takes the copy of its chunk whose layers sit at the same offsets, else a new one (invalid
 /// past `budget` copies per chunk, or when no height up to there was reached within `effort`).
 /// `swept` gets the sweep's layout (for the schedules replayed after it); `restarts` as lowest_sweep's,
-/// and invalid when the effort does not afford them (the exact sweep is the same layout then).
+/// and invalid when the effort does not afford them (the exact sweep is the same layout then);
+/// `squeaky`: the effort left then lowers it (squeeze), where it fits the budget, to a layout that does.
 [[nodiscard]] inline anchor_layout sweep_anchor(const std::vector<std::vector<std::size_t>>& frame_bytes,
                                                 const std::vector<lifetime>& items, std::size_t floor, int budget,
-                                                std::size_t effort, unsigned restarts, swept_layout& swept) {
+                                                std::size_t effort, unsigned restarts, bool squeaky,
+                                                swept_layout& swept) {
   anchor_layout result{copy_table(frame_bytes), std::vector<std::ptrdiff_t>(items.size(), -1), 0, true};
   const std::vector<frame_interval> frames = frames_of(frame_bytes, items);
   if (frames.empty()) return result;
-  sweep_layout sweep(frames);
+  sweep_layout sweep(frames, squeaky ? squeaky_revisit_reach : sweep_layout::default_revisit_reach);
   if (restarts > 0 && !affords_restarts(sweep, effort, restarts)) {
     result.valid = false;
     return result;
   }
   swept = lowest_sweep(sweep, frames, floor, floor + floor / 2, effort, restarts);
   result.valid = !swept.offsets.empty() && add_copies(result.copies, items, swept.offsets, budget, result.copy_of);
-  if (result.valid) result.footprint = top_of(frames, swept.offsets);
+  if (!result.valid) return result;
+  result.footprint = top_of(frames, swept.offsets);
+  if (squeaky) {  // where the layout fits the copies budget: a lower one that fits it too
+    std::size_t left = effort > swept.spent ? effort - swept.spent : 0;
+    swept_layout lower = swept;
+    squeeze(sweep, frames, floor, left, lower);
+    anchor_layout squeezed{copy_table(frame_bytes), std::vector<std::ptrdiff_t>(items.size(), -1), 0, true};
+    if (top_of(frames, lower.offsets) < result.footprint &&
+        add_copies(squeezed.copies, items, lower.offsets, budget, squeezed.copy_of)) {
+      squeezed.footprint = top_of(frames, lower.offsets);
+      swept = std::move(lower);
+      result = std::move(squeezed);
+    }
+  }
   return result;
 }
 

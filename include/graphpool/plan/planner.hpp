@@ -30,8 +30,9 @@ namespace graphpool::plan {
 /// @brief The layouts make_plan tries for the schedule rule, in order, until one reaches the live bound:
 /// by forward time with layers apart (equal frames reach the live bound); then, for unequal frames, the
 /// sweep (each frame beside the neighbour that dies nearest its own end, earlier choices revisited where
-/// one finds no room: the exchange of interleaved schedules), exact and with noisy restarts, and where
-/// those run out of copies on a union, with even shares of effort for its counts; offline
+/// one finds no room: the exchange of interleaved schedules), exact and with noisy restarts, where
+/// those run out of copies on a union with even shares of effort for its counts, and lowered by the
+/// squeaky wheel (frames a sweep gets stuck at are placed earlier the next time); offline
 /// orders with whole chunks best-fit, each refined by a squeaky-wheel search; and frames under a height,
 /// backing up where one does not fit.
 inline constexpr packing layout_packings[] = {
@@ -39,6 +40,7 @@ inline constexpr packing layout_packings[] = {
     {packing_order::sweep, true, false, 0, 60'000'000, 4},
     {packing_order::sweep, true, false, 6, 60'000'000, 4},
     {packing_order::sweep, true, false, 0, 60'000'000, 0},
+    {packing_order::sweep, true, false, 0, 240'000'000, 4, true},
     {packing_order::size, false, true, 40},
     {packing_order::area, false, true, 40},
     {packing_order::lifetime, false, false, 40},

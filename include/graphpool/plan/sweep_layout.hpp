@@ -8,7 +8,8 @@
 /// need (a chunk's large frames are born as another chunk's small ones die, and back); first and best
 /// fit leave the holes apart. Where a frame finds no room under the height, the choices of the frames
 /// placed just before it are revisited, next-ranked offset first, and the sweep goes on from the first
-/// change that places more frames. Host-only: no CUDA header.
+/// change that places more frames. The order can be changed: a frame the sweep got stuck at can be
+/// placed earlier (the squeaky wheel, lowest_sweep.hpp). Host-only: no CUDA header.
 
 #include <algorithm>
 #include <cstddef>
@@ -30,12 +31,13 @@ enum class wall_rule {
 /// The sweep over one schedule's frames; one instance tries several heights.
 class sweep_layout {
  public:
-  /// How many frames before the one that found no room are revisited, and how many other offsets each.
-  static constexpr std::size_t revisit_reach = 120;
+  /// How many frames before the one that found no room are revisited (by default), and how many other
+  /// offsets each.
+  static constexpr std::size_t default_revisit_reach = 120;
   static constexpr std::size_t revisit_choices = 8;
 
-  explicit sweep_layout(const std::vector<frame_interval>& frames)
-      : frames_(frames), order_(frames.size()), beside_(frames.size()) {
+  explicit sweep_layout(const std::vector<frame_interval>& frames, std::size_t revisit_reach = default_revisit_reach)
+      : frames_(frames), revisit_reach_(revisit_reach), order_(frames.size()), beside_(frames.size()) {
     std::iota(order_.begin(), order_.end(), std::size_t{0});
     std::stable_sort(order_.begin(), order_.end(), [&](std::size_t a, std::size_t b) {
       return frames[a].start != frames[b].start ? frames[a].start < frames[b].start : frames[a].bytes > frames[b].bytes;
@@ -62,6 +64,20 @@ class sweep_layout {
   /// The choices (per position of the order) of the last layout `under` returned.
   [[nodiscard]] const std::vector<std::size_t>& choices() const noexcept { return choice_; }
 
+  /// The position in the order where the last `under` that found no layout got stuck: the frame that
+  /// found no room once its revisits were spent.
+  [[nodiscard]] std::size_t stuck() const noexcept { return stuck_; }
+
+  /// Moves the frame at position `at` of the order `by` positions earlier (the squeaky wheel: the frame
+  /// a sweep got stuck at is placed before those that crowded it out, the next time).
+  void promote(std::size_t at, std::size_t by) {
+    if (at >= order_.size()) return;
+    const std::size_t to = at > by ? at - by : 0;
+    const std::size_t frame = order_[at];
+    order_.erase(order_.begin() + static_cast<std::ptrdiff_t>(at));
+    order_.insert(order_.begin() + static_cast<std::ptrdiff_t>(to), frame);
+  }
+
   /// The effort of one pass over every frame (what placing them all once costs).
   [[nodiscard]] std::size_t pass() const noexcept { return pass_; }
 
@@ -79,7 +95,7 @@ class sweep_layout {
     std::size_t failed = place_from(0, height, walls, effort);
     while (failed < n) {
       bool progressed = false;
-      const std::size_t first = failed > revisit_reach ? failed - revisit_reach : 0;
+      const std::size_t first = failed > revisit_reach_ ? failed - revisit_reach_ : 0;
       for (std::size_t p = failed; p-- > first && !progressed && effort > 0;) {
         const std::size_t kept = choice_[p];
         for (std::size_t k = 1; k <= revisit_choices && !progressed && effort > 0; ++k) {
@@ -94,7 +110,10 @@ class sweep_layout {
         }
         if (!progressed) choice_[p] = kept;
       }
-      if (!progressed) return {};
+      if (!progressed) {
+        stuck_ = failed;
+        return {};
+      }
     }
     return offset_;
   }
@@ -170,10 +189,12 @@ class sweep_layout {
   }
 
   const std::vector<frame_interval>& frames_;
-  std::vector<std::size_t> order_;                  // frames by start, larger first at one start
+  std::size_t revisit_reach_;
+  std::vector<std::size_t> order_;                  // frames by start, larger first at one start (promoted)
   std::vector<std::vector<std::size_t>> beside_;    // frames alive together
   std::size_t end_ = 0;                             // the last frame's end
   std::size_t pass_ = 0;
+  std::size_t stuck_ = 0;
   unsigned seed_ = 0;
   std::size_t spread_ = 0;
   std::vector<std::size_t> offset_;
