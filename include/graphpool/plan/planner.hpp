@@ -86,9 +86,9 @@ inline constexpr packing layout_packings[] = {
                 " copies (0 = no limit)");
   }
   int budget = p.max_copies == twice_modulo_copies ? 2 * period : p.max_copies;
-  if (budget == 0) {  // each microbatch of each schedule a copy of its own at most
+  if (budget == 0) {  // each microbatch of each schedule a copy of its own, twice (split by backward parity)
     budget = 1;
-    for (const schedule& s : p.schedules) budget += s.microbatches();
+    for (const schedule& s : p.schedules) budget += 2 * s.microbatches();
   }
   // No more copies than one plan holds frames for (max_frames over every chunk's layers), nor fewer
   // than m mod S's.
