@@ -1,6 +1,7 @@
-// The sweep layout (sweep_layout.hpp, lowest_sweep.hpp): valid layouts under the height it is given, the copies a layout
-// binds microbatches to, and what it buys the schedule slot rule on interleaved schedules of unequal
-// chunks (issue 8): single schedules and unions whose counts begin the same way.
+// The sweep layout (sweep_layout.hpp, lowest_sweep.hpp): valid layouts under the height it is given,
+// the squeaky wheel that lowers them, the copies a layout binds microbatches to, and what it buys the
+// schedule slot rule on interleaved schedules of unequal chunks (issue 8): single schedules and unions
+// whose counts begin the same way.
 
 #include <algorithm>
 #include <cstddef>
@@ -238,9 +239,9 @@ TEST_CASE("a union of 128 counts stays at its longest count's footprint: a count
   CHECK(all.footprint == alone.footprint);
 }
 
-TEST_CASE("the schedule rule plans issue 8's worst interleaved case within 10% of the live bound", "[plan][sweep]") {
+TEST_CASE("the schedule rule plans issue 8's worst interleaved case within 7% of the live bound", "[plan][sweep]") {
   // PP 8 rank 3, VPP 4, M 128, chunks of 77, 40, 40 and 188 MiB: m mod S and every greedy layout need
-  // 1.19x the live bound; the sweep 1.08x.
+  // 1.19x the live bound; the sweep 1.08x, lowered by the squeaky wheel to 1.066x.
   problem p;
   p.schedules = {schedule::interleaved(8, 3, 128, 4, 8)};
   p.layers_per_chunk = {1};
@@ -249,7 +250,7 @@ TEST_CASE("the schedule rule plans issue 8's worst interleaved case within 10% o
   p.rule = slot_rule::schedule;
   p.max_copies = 0;
   const plan planned = checked_plan(p);
-  CHECK(planned.saved.footprint_bytes * 100 <= planned.saved.live_bound_bytes * 110);
+  CHECK(planned.saved.footprint_bytes * 100 <= planned.saved.live_bound_bytes * 107);
   p.rule = slot_rule::mod;
   p.max_copies = twice_modulo_copies;
   CHECK(checked_plan(p).saved.footprint_bytes > planned.saved.footprint_bytes);

@@ -103,10 +103,10 @@ struct swept_layout {
 /// @return the lowest layout the sweep finds for `frames` at heights from `floor` to `limit`, within
 /// `effort` neighbours looked at, never less than 32 passes (`spent` says how much it took); no offsets
 /// when none was found. At each height: both wall rules, then `restarts` sweeps ranked with noise (when
-/// the effort affords them at every height). With a `hint`, its wall rule, noise and choices are tried first, at `floor`, with
-/// half the effort. Heights go up coarsely (2.5%, 5%, 10%, 20%, 50% above `floor`, then `limit`)
-/// until one is reached, then up from the last one missed in steps of floor / 200. `sweep` was built
-/// over `frames`.
+/// the effort affords them at every height). With a `hint`, its wall rule, noise and choices are tried
+/// first, at `floor`, with half the effort. Heights go up coarsely (2.5%, 5%, 10%, 20%, 50% above
+/// `floor`, then `limit`) until one is reached, then up from the last one missed in steps of floor / 200.
+/// `sweep` was built over `frames`.
 [[nodiscard]] inline swept_layout lowest_sweep(sweep_layout& sweep, const std::vector<frame_interval>& frames,
                                                std::size_t floor, std::size_t limit, std::size_t effort,
                                                unsigned restarts = 0, const swept_layout* hint = nullptr) {

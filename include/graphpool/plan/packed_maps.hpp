@@ -136,10 +136,10 @@ namespace graphpool::plan {
   }
 
   // The other schedules replay over the same copies: a copy is free when no live copy shares its bytes.
-  // With a search effort, each first looks for a replay that adds no copy (spending at most an equal share
-  // of what is left),
-  // trying first the copies the schedule bound before it gave the same microbatch (counts begin alike)
-  // and the one as far from the end (they end alike): `previous`, copy ids per [chunk][microbatch].
+  // With a search effort, each first looks for a replay that adds no copy (spending at most an equal
+  // share of what is left), trying first the copies the schedule bound before it gave the same
+  // microbatch (counts begin alike) and the one as far from the end (they end alike): `previous`, copy
+  // ids per [chunk][microbatch].
   const auto anchor_microbatches = static_cast<std::size_t>(schedules[anchor].microbatches());
   std::vector<std::vector<std::ptrdiff_t>> previous(static_cast<std::size_t>(schedules[anchor].chunks()),
                                                     std::vector<std::ptrdiff_t>(anchor_microbatches, -1));
