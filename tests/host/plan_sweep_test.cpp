@@ -59,6 +59,17 @@ packing sweep_packing() {
   return {};
 }
 
+// A union of counts (longest last) packed by `how` is valid over unequal_chunks and stays at the footprint
+// of its longest count packed alone.
+void check_union_at_longest_count(const std::vector<schedule>& union_of_counts, const packing& how) {
+  const packed_maps alone = pack_maps({union_of_counts.back()}, unequal_chunks, 1000, how);
+  const packed_maps all = pack_maps(union_of_counts, unequal_chunks, 1000, how);
+  REQUIRE(alone.valid);
+  REQUIRE(all.valid);
+  CHECK(check_packed(union_of_counts, unequal_chunks, all).empty());
+  CHECK(all.footprint == alone.footprint);
+}
+
 }  // namespace
 
 TEST_CASE("the sweep lays random frames out without overlaps, under the height it was given", "[plan][sweep]") {
@@ -213,13 +224,7 @@ TEST_CASE("a union laid out schedule by schedule starts each from the layout of 
   // from the choices of the count before it, and the union stays at M 40's footprint.
   std::vector<schedule> union_of_counts;
   for (int m = 1; m <= 40; ++m) union_of_counts.push_back(schedule::interleaved(8, 3, m, 4, 8));
-  const packing how = sweep_packing();
-  const packed_maps alone = pack_maps({union_of_counts.back()}, unequal_chunks, 1000, how);
-  const packed_maps all = pack_maps(union_of_counts, unequal_chunks, 1000, how);
-  REQUIRE(alone.valid);
-  REQUIRE(all.valid);
-  CHECK(check_packed(union_of_counts, unequal_chunks, all).empty());
-  CHECK(all.footprint == alone.footprint);
+  check_union_at_longest_count(union_of_counts, sweep_packing());
 }
 
 TEST_CASE("a union of 128 counts stays at its longest count's footprint: a count laid out by itself may take "
@@ -231,12 +236,7 @@ TEST_CASE("a union of 128 counts stays at its longest count's footprint: a count
   for (int m = 1; m <= 128; ++m) union_of_counts.push_back(schedule::interleaved(4, 1, m, 4, 4));
   const packing how = sweep_packing();
   REQUIRE(how.own_layout_share > 0);
-  const packed_maps alone = pack_maps({union_of_counts.back()}, unequal_chunks, 1000, how);
-  const packed_maps all = pack_maps(union_of_counts, unequal_chunks, 1000, how);
-  REQUIRE(alone.valid);
-  REQUIRE(all.valid);
-  CHECK(check_packed(union_of_counts, unequal_chunks, all).empty());
-  CHECK(all.footprint == alone.footprint);
+  check_union_at_longest_count(union_of_counts, how);
 }
 
 TEST_CASE("the schedule rule plans issue 8's worst interleaved case within 7% of the live bound", "[plan][sweep]") {
