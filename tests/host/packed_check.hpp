@@ -1,14 +1,17 @@
 #pragma once
-// A packed layout checked by replaying every schedule over it (tests only).
+// A packed layout checked by replaying every schedule over it, and the lowest of the layout packings
+// checked so (tests only).
 
 #include <algorithm>
 #include <cstddef>
+#include <iterator>
 #include <numeric>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "graphpool/plan/packed_maps.hpp"
+#include "graphpool/plan/planner.hpp"
 
 namespace graphpool::testing {
 
@@ -57,5 +60,22 @@ inline std::string check_packed(const std::vector<plan::schedule>& schedules,
   return {};
 }
 
+// The lowest footprint among the layout packings `which` selects, each packing `schedules` over
+// `frame_bytes` (1000 copies per chunk at most) and checked by check_packed; SIZE_MAX when it selects
+// none. `problem`, when empty, gets the first packing that finds no layout or fails the check.
+template <class Which>
+std::size_t lowest_packed(const std::vector<plan::schedule>& schedules,
+                          const std::vector<std::vector<std::size_t>>& frame_bytes, Which which, std::string& problem) {
+  std::size_t lowest = static_cast<std::size_t>(-1);
+  for (std::size_t k = 0; k < std::size(plan::layout_packings); ++k) {
+    const plan::packing& how = plan::layout_packings[k];
+    if (!which(how)) continue;
+    const plan::packed_maps packed = plan::pack_maps(schedules, frame_bytes, 1000, how);
+    const std::string failed = packed.valid ? check_packed(schedules, frame_bytes, packed) : "no layout";
+    if (!failed.empty() && problem.empty()) problem = "layout packing " + std::to_string(k) + ": " + failed;
+    if (packed.valid) lowest = std::min(lowest, packed.footprint);
+  }
+  return lowest;
+}
 
 }  // namespace graphpool::testing

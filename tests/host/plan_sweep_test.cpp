@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -18,6 +19,7 @@
 using namespace graphpool::plan;
 using graphpool::testing::check_packed;
 using graphpool::testing::checked_plan;
+using graphpool::testing::lowest_packed;
 
 namespace {
 
@@ -50,6 +52,8 @@ std::size_t most_alive(const std::vector<detail::frame_interval>& frames) {
 
 // Issue 8's unequal chunks: one layer each, of 77, 40, 40 and 188 MiB.
 const std::vector<std::vector<std::size_t>> unequal_chunks = {{77 * MiB}, {40 * MiB}, {40 * MiB}, {188 * MiB}};
+
+bool is_sweep(const packing& how) { return how.order == packing_order::sweep; }
 
 packing sweep_packing() {
   for (const packing& how : layout_packings) {
@@ -183,15 +187,10 @@ TEST_CASE("the sweep packs the exchange of unequal chunks tighter than every gre
           "[plan][sweep]") {
   // PP 8 rank 3, VPP 4, M 32: chunk 3's 188 MiB frames are born as chunk 0's 77 MiB ones die, and back.
   const std::vector<schedule> schedules{schedule::interleaved(8, 3, 32, 4, 8)};
-  std::size_t others = static_cast<std::size_t>(-1);
-  std::size_t swept = static_cast<std::size_t>(-1);
-  for (const packing& how : layout_packings) {
-    const packed_maps packed = pack_maps(schedules, unequal_chunks, 1000, how);
-    REQUIRE(packed.valid);
-    CHECK(check_packed(schedules, unequal_chunks, packed).empty());
-    std::size_t& best = how.order == packing_order::sweep ? swept : others;
-    best = std::min(best, packed.footprint);
-  }
+  std::string problem;
+  const std::size_t swept = lowest_packed(schedules, unequal_chunks, is_sweep, problem);
+  const std::size_t others = lowest_packed(schedules, unequal_chunks, std::not_fn(is_sweep), problem);
+  CHECK(problem.empty());
   CHECK(swept < others);
 }
 
@@ -201,20 +200,13 @@ TEST_CASE("the squeaky wheel lowers the sweep's layout of an interleaved schedul
   // moving the frames it gets stuck at earlier in its order, 1.035x.
   const std::vector<schedule> schedules{schedule::interleaved(4, 2, 24, 4, 4)};
   const std::size_t live = peak_live_bytes(schedules.front(), {77 * MiB, 40 * MiB, 40 * MiB, 188 * MiB});
-  std::size_t squeaky = 0;
-  std::size_t others = static_cast<std::size_t>(-1);
-  for (const packing& how : layout_packings) {
-    if (how.order != packing_order::sweep) continue;
-    const packed_maps packed = pack_maps(schedules, unequal_chunks, 1000, how);
-    REQUIRE(packed.valid);
-    CHECK(check_packed(schedules, unequal_chunks, packed).empty());
-    if (how.squeaky) {
-      squeaky = packed.footprint;
-    } else {
-      others = std::min(others, packed.footprint);
-    }
-  }
-  REQUIRE(squeaky > 0);
+  std::string problem;
+  const std::size_t squeaky =
+      lowest_packed(schedules, unequal_chunks, [](const packing& how) { return is_sweep(how) && how.squeaky; }, problem);
+  const std::size_t others =
+      lowest_packed(schedules, unequal_chunks, [](const packing& how) { return is_sweep(how) && !how.squeaky; }, problem);
+  CHECK(problem.empty());
+  REQUIRE(squeaky != static_cast<std::size_t>(-1));  // a squeaky packing is among the layout packings
   CHECK(squeaky < others);
   CHECK(squeaky * 100 <= live * 104);
 }

@@ -140,11 +140,7 @@ class height_search {
   std::vector<std::size_t> offsets = greedy.under(static_cast<std::size_t>(-1), static_cast<std::size_t>(-1));
   std::vector<std::size_t> lower = lowest_layout(frames, floor, top_of(frames, offsets), effort);
   if (!lower.empty()) offsets = std::move(lower);
-
-  anchor_layout result{copy_table(frame_bytes), {}, 0, true};
-  result.valid = add_copies(result.copies, items, offsets, budget, result.copy_of);
-  if (result.valid) result.footprint = top_of(frames, offsets);
-  return result;
+  return anchor_of(frame_bytes, items, frames, offsets, budget);
 }
 
 /// A schedule replayed over the copies laid out already, none added: depth first by forward time, each

@@ -117,4 +117,16 @@ struct frame_interval {
   return true;
 }
 
+/// The anchor schedule's `items` bound to copies of their own by a layout of its frames (`frames` at
+/// `offsets`, as frames_of lists them), with its footprint; invalid past `budget` copies of a chunk.
+[[nodiscard]] inline anchor_layout anchor_of(const std::vector<std::vector<std::size_t>>& frame_bytes,
+                                             const std::vector<lifetime>& items,
+                                             const std::vector<frame_interval>& frames,
+                                             const std::vector<std::size_t>& offsets, int budget) {
+  anchor_layout result{copy_table(frame_bytes), std::vector<std::ptrdiff_t>(items.size(), -1), 0, true};
+  result.valid = add_copies(result.copies, items, offsets, budget, result.copy_of);
+  if (result.valid) result.footprint = top_of(frames, offsets);
+  return result;
+}
+
 }  // namespace graphpool::plan::detail

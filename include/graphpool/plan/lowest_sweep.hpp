@@ -185,17 +185,19 @@ inline void squeeze(sweep_layout& sweep, const std::vector<frame_interval>& fram
     return result;
   }
   swept = lowest_sweep(sweep, frames, floor, floor + floor / 2, effort, restarts);
-  result.valid = !swept.offsets.empty() && add_copies(result.copies, items, swept.offsets, budget, result.copy_of);
-  if (!result.valid) return result;
-  result.footprint = top_of(frames, swept.offsets);
-  if (squeaky) {  // where the layout fits the copies budget: a lower one that fits it too
-    std::size_t left = effort > swept.spent ? effort - swept.spent : 0;
-    swept_layout lower = swept;
-    squeeze(sweep, frames, floor, left, lower);
-    anchor_layout squeezed{copy_table(frame_bytes), std::vector<std::ptrdiff_t>(items.size(), -1), 0, true};
-    if (top_of(frames, lower.offsets) < result.footprint &&
-        add_copies(squeezed.copies, items, lower.offsets, budget, squeezed.copy_of)) {
-      squeezed.footprint = top_of(frames, lower.offsets);
+  if (swept.offsets.empty()) {
+    result.valid = false;
+    return result;
+  }
+  result = anchor_of(frame_bytes, items, frames, swept.offsets, budget);
+  if (!squeaky || !result.valid) return result;
+  // Where the layout fits the copies budget: a lower one that fits it too.
+  std::size_t left = effort > swept.spent ? effort - swept.spent : 0;
+  swept_layout lower = swept;
+  squeeze(sweep, frames, floor, left, lower);
+  if (top_of(frames, lower.offsets) < result.footprint) {
+    anchor_layout squeezed = anchor_of(frame_bytes, items, frames, lower.offsets, budget);
+    if (squeezed.valid) {
       swept = std::move(lower);
       result = std::move(squeezed);
     }

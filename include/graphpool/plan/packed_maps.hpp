@@ -16,9 +16,9 @@
 #include "graphpool/plan/copy_table.hpp"
 #include "graphpool/plan/frame_intervals.hpp"
 #include "graphpool/plan/liveness.hpp"
+#include "graphpool/plan/lowest_sweep.hpp"
 #include "graphpool/plan/schedule.hpp"
 #include "graphpool/plan/slot_map.hpp"
-#include "graphpool/plan/lowest_sweep.hpp"
 
 namespace graphpool::plan {
 
