@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <functional>
+#include <iterator>
 #include <random>
 #include <string>
 #include <vector>
@@ -129,12 +130,13 @@ TEST_CASE("the squeaky wheel only lowers a layout, and keeps it valid", "[plan][
       f.bytes = (1 + random() % 9) * 16;
     }
     const std::size_t floor = most_alive(frames);
-    detail::sweep_layout sweep(frames, detail::squeaky_revisit_reach);
+    const detail::squeaky_setting setting = detail::squeaky_settings[round % std::size(detail::squeaky_settings)];
+    detail::sweep_layout sweep(frames, setting.revisit_reach);
     detail::swept_layout layout = detail::lowest_sweep(sweep, frames, floor, 2 * floor, 100'000);
     REQUIRE_FALSE(layout.offsets.empty());
     const std::size_t before = detail::top_of(frames, layout.offsets);
     std::size_t effort = 1'000'000;
-    detail::squeeze(sweep, frames, floor, effort, layout);
+    detail::squeeze(sweep, frames, floor, effort, layout, setting.move);
     const std::size_t after = detail::top_of(frames, layout.offsets);
     CHECK(check_layout(frames, layout.offsets, after).empty());
     CHECK(after <= before);
@@ -211,6 +213,35 @@ TEST_CASE("the squeaky wheel lowers the sweep's layout of an interleaved schedul
   CHECK(squeaky * 100 <= live * 104);
 }
 
+TEST_CASE("the squeaky packing keeps the lowest layout of its settings on a single schedule", "[plan][sweep]") {
+  // PP 8 rank 3, VPP 4, M 24: the first setting alone leaves the anchor at 1.060x the live bound; the
+  // lowest of all settings is at 1.035x. Each setting runs with the whole effort, so more never end higher.
+  const schedule s = schedule::interleaved(8, 3, 24, 4, 8);
+  const std::vector<detail::lifetime> items = detail::lifetimes_of(s);
+  const std::size_t live = peak_live_bytes(s, {77 * MiB, 40 * MiB, 40 * MiB, 188 * MiB});
+  packing how;
+  for (const packing& each : layout_packings) {
+    if (is_sweep(each) && each.squeaky) how = each;
+  }
+  REQUIRE(how.squeaky);
+  auto anchor = [&](std::size_t settings) {
+    detail::swept_layout swept;
+    const detail::anchor_layout laid =
+        detail::sweep_anchor(unequal_chunks, items, live, 1000, how.search_effort, 0, settings, swept);
+    REQUIRE(laid.valid);
+    CHECK(detail::top_of(detail::frames_of(unequal_chunks, items), swept.offsets) == laid.footprint);
+    return laid.footprint;
+  };
+  const std::size_t first = anchor(1);
+  const std::size_t all = anchor(std::size(detail::squeaky_settings));
+  CHECK(all < first);
+  CHECK(all * 1000 <= live * 1040);
+  const packed_maps packed = pack_maps({s}, unequal_chunks, 1000, how);
+  REQUIRE(packed.valid);
+  CHECK(check_packed({s}, unequal_chunks, packed).empty());
+  CHECK(packed.footprint == all);
+}
+
 TEST_CASE("a union laid out schedule by schedule starts each from the layout of the one before", "[plan][sweep]") {
   // PP 8 rank 3, VPP 4, M = 1..40: no count replays over M 40's copies alone; each is swept by itself
   // from the choices of the count before it, and the union stays at M 40's footprint.
@@ -231,9 +262,10 @@ TEST_CASE("a union of 128 counts stays at its longest count's footprint: a count
   check_union_at_longest_count(union_of_counts, how);
 }
 
-TEST_CASE("the schedule rule plans issue 8's worst interleaved case within 7% of the live bound", "[plan][sweep]") {
+TEST_CASE("the schedule rule plans issue 8's worst interleaved case within 6% of the live bound", "[plan][sweep]") {
   // PP 8 rank 3, VPP 4, M 128, chunks of 77, 40, 40 and 188 MiB: m mod S and every greedy layout need
-  // 1.19x the live bound; the sweep 1.08x, lowered by the squeaky wheel to 1.066x.
+  // 1.19x the live bound; the sweep 1.08x, lowered by the squeaky wheel to 1.066x with its first
+  // setting, 1.057x with the lowest of its settings.
   problem p;
   p.schedules = {schedule::interleaved(8, 3, 128, 4, 8)};
   p.layers_per_chunk = {1};
@@ -242,7 +274,7 @@ TEST_CASE("the schedule rule plans issue 8's worst interleaved case within 7% of
   p.rule = slot_rule::schedule;
   p.max_copies = 0;
   const plan planned = checked_plan(p);
-  CHECK(planned.saved.footprint_bytes * 100 <= planned.saved.live_bound_bytes * 107);
+  CHECK(planned.saved.footprint_bytes * 100 <= planned.saved.live_bound_bytes * 106);
   p.rule = slot_rule::mod;
   p.max_copies = twice_modulo_copies;
   CHECK(checked_plan(p).saved.footprint_bytes > planned.saved.footprint_bytes);

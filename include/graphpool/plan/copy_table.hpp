@@ -45,7 +45,8 @@ struct packing {
   /// effort left (the longest counts come first, and one held to less rises above the footprint); 0: an
   /// equal share with the counts after it, which holds the footprint less but opens fewer copies.
   unsigned own_layout_share = 0;
-  /// sweep: the anchor's layout then lowered by the squeaky wheel (lowest_sweep.hpp's squeeze)
+  /// sweep: the anchor's layout then lowered by the squeaky wheel (lowest_sweep.hpp's squeeze), with each of
+  /// squeaky_settings on a single schedule, the first on a union
   bool squeaky = false;
 };
 

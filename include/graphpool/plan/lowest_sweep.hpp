@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <iterator>
 #include <vector>
 
 #include "graphpool/plan/copy_table.hpp"
@@ -125,18 +126,27 @@ struct swept_layout {
   return lowest_sweep(sweep, frames, floor, limit, effort, restarts, hint);
 }
 
-/// How many positions earlier in its order the squeaky wheel moves the frame a sweep got stuck at, and
-/// how far back the sweeps it runs revisit choices (less than the default: the order does the rest).
-inline constexpr std::size_t squeaky_move = 16;
-inline constexpr std::size_t squeaky_revisit_reach = 30;
+/// The squeaky wheel's settings: how many positions earlier in its order the frame a sweep got stuck
+/// at moves, and how far back the sweeps revisit choices (less than the default: the order does the rest).
+struct squeaky_setting {
+  std::size_t move = 16;
+  std::size_t revisit_reach = 30;
+};
+
+/// The settings the squeaky packing tries on a single schedule, each with the whole effort; the lowest
+/// layout is kept. The wheel is erratic: a setting that lowers one schedule leaves another higher (on the
+/// planner-quality corpus each of these is the lowest on some schedule, and none does with half the
+/// effort). A union tries the first only: its footprint is set by the counts replayed over the anchor's
+/// layout, not by that layout alone (a lower anchor left 4 unions higher), and each setting costs as much.
+inline constexpr squeaky_setting squeaky_settings[] = {{16, 30}, {8, 120}, {32, 30}, {16, 120}};
 
 /// Lowers `found` (a layout of `frames` that `sweep` found, or none) with the squeaky wheel: heights
 /// below its top in steps of floor / 200, each with a third of the effort left; where both wall rules
-/// get stuck, the frame they got stuck at moves squeaky_move positions earlier in the sweep's order and
+/// get stuck, the frame they got stuck at moves `move` positions earlier in the sweep's order and
 /// the sweep runs again (at most once per frame at a height). Stops at the first height not reached
 /// within its share, or at `floor`.
 inline void squeeze(sweep_layout& sweep, const std::vector<frame_interval>& frames, std::size_t floor,
-                    std::size_t& effort, swept_layout& found) {
+                    std::size_t& effort, swept_layout& found, std::size_t move) {
   if (found.offsets.empty()) return;
   const std::size_t step = std::max<std::size_t>(floor / 200, 1);
   std::size_t top = top_of(frames, found.offsets);
@@ -158,7 +168,7 @@ inline void squeeze(sweep_layout& sweep, const std::vector<frame_interval>& fram
         reached = true;
         break;
       }
-      if (!reached) sweep.promote(sweep.stuck(), squeaky_move);
+      if (!reached) sweep.promote(sweep.stuck(), move);
     }
     effort += share;
     if (!reached) return;
@@ -171,35 +181,49 @@ inline void squeeze(sweep_layout& sweep, const std::vector<frame_interval>& fram
 /// past `budget` copies per chunk, or when no height up to there was reached within `effort`).
 /// `swept` gets the sweep's layout (for the schedules replayed after it); `restarts` as lowest_sweep's,
 /// and invalid when the effort does not afford them (the exact sweep is the same layout then);
-/// `squeaky`: the effort left then lowers it (squeeze), where it fits the budget, to a layout that does.
+/// `squeaky`: how many of squeaky_settings (from the first) then lower the layout (squeeze), each with
+/// `effort`, where it fits the budget, to one that does; the lowest is kept.
 [[nodiscard]] inline anchor_layout sweep_anchor(const std::vector<std::vector<std::size_t>>& frame_bytes,
                                                 const std::vector<lifetime>& items, std::size_t floor, int budget,
-                                                std::size_t effort, unsigned restarts, bool squeaky,
+                                                std::size_t effort, unsigned restarts, std::size_t squeaky,
                                                 swept_layout& swept) {
   anchor_layout result{copy_table(frame_bytes), std::vector<std::ptrdiff_t>(items.size(), -1), 0, true};
   const std::vector<frame_interval> frames = frames_of(frame_bytes, items);
   if (frames.empty()) return result;
-  sweep_layout sweep(frames, squeaky ? squeaky_revisit_reach : sweep_layout::default_revisit_reach);
-  if (restarts > 0 && !affords_restarts(sweep, effort, restarts)) {
-    result.valid = false;
-    return result;
+  result.valid = false;
+  // One sweep per revisit reach; with the squeaky wheel, each setting of that reach lowers its layout.
+  const std::size_t settings = std::min(squeaky, std::size(squeaky_settings));
+  std::vector<std::size_t> reaches;
+  if (settings == 0) reaches.push_back(sweep_layout::default_revisit_reach);
+  for (std::size_t k = 0; k < settings; ++k) {
+    const std::size_t reach = squeaky_settings[k].revisit_reach;
+    if (std::find(reaches.begin(), reaches.end(), reach) == reaches.end()) reaches.push_back(reach);
   }
-  swept = lowest_sweep(sweep, frames, floor, floor + floor / 2, effort, restarts);
-  if (swept.offsets.empty()) {
-    result.valid = false;
-    return result;
-  }
-  result = anchor_of(frame_bytes, items, frames, swept.offsets, budget);
-  if (!squeaky || !result.valid) return result;
-  // Where the layout fits the copies budget: a lower one that fits it too.
-  std::size_t left = effort > swept.spent ? effort - swept.spent : 0;
-  swept_layout lower = swept;
-  squeeze(sweep, frames, floor, left, lower);
-  if (top_of(frames, lower.offsets) < result.footprint) {
-    anchor_layout squeezed = anchor_of(frame_bytes, items, frames, lower.offsets, budget);
-    if (squeezed.valid) {
-      swept = std::move(lower);
-      result = std::move(squeezed);
+  auto keep = [&](anchor_layout&& layout, const swept_layout& from) {
+    if (result.valid && layout.footprint >= result.footprint) return;
+    result = std::move(layout);
+    swept = from;
+  };
+  for (std::size_t reach : reaches) {
+    if (result.valid && result.footprint <= floor) break;
+    sweep_layout sweep(frames, reach);
+    if (restarts > 0 && !affords_restarts(sweep, effort, restarts)) return result;
+    const swept_layout found = lowest_sweep(sweep, frames, floor, floor + floor / 2, effort, restarts);
+    if (found.offsets.empty()) continue;
+    anchor_layout candidate = anchor_of(frame_bytes, items, frames, found.offsets, budget);
+    if (!candidate.valid) continue;
+    keep(std::move(candidate), found);
+    // Where the layout fits the copies budget: a lower one that fits it too.
+    for (std::size_t k = 0; k < settings && result.footprint > floor; ++k) {
+      const squeaky_setting& setting = squeaky_settings[k];
+      if (setting.revisit_reach != reach) continue;
+      sweep_layout wheel = sweep;
+      std::size_t left = effort > found.spent ? effort - found.spent : 0;
+      swept_layout lower = found;
+      squeeze(wheel, frames, floor, left, lower, setting.move);
+      if (top_of(frames, lower.offsets) >= result.footprint) continue;
+      anchor_layout squeezed = anchor_of(frame_bytes, items, frames, lower.offsets, budget);
+      if (squeezed.valid) keep(std::move(squeezed), lower);
     }
   }
   return result;

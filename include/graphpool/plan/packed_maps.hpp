@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <iterator>
 #include <numeric>
 #include <random>
 #include <utility>
@@ -77,12 +78,14 @@ namespace graphpool::plan {
   detail::swept_layout swept;  // the sweep's last layout: the next schedule starts from its choices
   detail::swept_layout swept_whole;  // the same, of chunks laid out as whole blocks
   const auto restarts = static_cast<unsigned>(how.search_steps);
+  // The squeaky wheel's settings: every one on a single schedule, the first on a union (lowest_sweep.hpp).
+  const std::size_t squeaky = !how.squeaky ? 0 : schedules.size() == 1 ? std::size(detail::squeaky_settings) : 1;
   detail::anchor_layout best =
       how.order == packing_order::bounded
           ? detail::bounded_anchor(frame_bytes, items, live[anchor], budget, how.search_effort)
       : how.order == packing_order::sweep
-          ? detail::sweep_anchor(frame_bytes, items, live[anchor], budget, how.search_effort, restarts,
-                                   how.squeaky, swept)
+          ? detail::sweep_anchor(frame_bytes, items, live[anchor], budget, how.search_effort, restarts, squeaky,
+                                   swept)
           : detail::place_anchor(frame_bytes, chunk_bytes, items, order, budget, how);
   std::mt19937 random(1);
   std::size_t current = best.valid ? best.footprint : static_cast<std::size_t>(-1);
