@@ -51,6 +51,11 @@ inline verification verify_plan(const plan::problem& input, const plan::plan& re
       fail("frame (" + std::to_string(f.chunk) + "," + std::to_string(f.slot) + "," + std::to_string(f.layer) +
            ") lies outside its arena");
     }
+    if (f.offset % input.alignment != 0 || f.bytes % input.alignment != 0) {
+      fail("frame (" + std::to_string(f.chunk) + "," + std::to_string(f.slot) + "," + std::to_string(f.layer) +
+           ") at offset " + std::to_string(f.offset) + ", " + std::to_string(f.bytes) + " bytes, is not aligned to " +
+           std::to_string(input.alignment));
+    }
     // The frame must hold every branch's saved bytes.
     for (const plan::branch_sizes& b : input.branches) {
       std::size_t need = b.saved_per_layer;
@@ -79,6 +84,7 @@ inline verification verify_plan(const plan::problem& input, const plan::plan& re
     if (g.arena >= result.grad_arena_bytes.size() || g.offset + g.bytes > result.grad_arena_bytes[g.arena]) {
       fail(name + " lies outside its arena");
     }
+    if (g.offset % input.alignment != 0) fail(name + " at offset " + std::to_string(g.offset) + " is not aligned");
     for (const plan::branch_sizes& b : input.branches) {
       if (g.bytes < b.grad_per_slot) fail(name + " smaller than branch " + b.name + " returns");
     }

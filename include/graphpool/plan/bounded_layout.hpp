@@ -23,7 +23,7 @@ namespace graphpool::plan::detail {
 class height_search {
  public:
   height_search(const std::vector<frame_interval>& frames, std::size_t effort)
-      : frames_(frames), beside_(frames.size()), effort_(effort) {
+      : frames_(frames), unit_(byte_unit(frames)), beside_(frames.size()), effort_(effort) {
     // The frames alive when frame k starts: those before it that end after its start.
     std::vector<std::size_t> alive;
     for (std::size_t k = 0; k < frames.size(); ++k) {
@@ -36,6 +36,7 @@ class height_search {
 
   /// @return offsets (per frame) of a layout under `height`, or empty when none was found with the effort left.
   [[nodiscard]] std::vector<std::size_t> under(std::size_t height, std::size_t effort) {
+    height -= height % unit_;  // every offset a multiple of the frames' sizes' unit (byte_unit)
     std::vector<std::size_t> offsets(frames_.size(), 0);
     if (frames_.empty()) return offsets;
     const std::size_t granted = std::min(effort, effort_);
@@ -101,6 +102,7 @@ class height_search {
   }
 
   const std::vector<frame_interval>& frames_;
+  std::size_t unit_;  // byte_unit(frames_)
   std::vector<std::vector<std::size_t>> beside_;
   std::size_t effort_;
 };

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <numeric>
 #include <utility>
 #include <vector>
 
@@ -62,6 +63,16 @@ struct frame_interval {
     block += any ? 1 : 0;
   }
   return offsets;
+}
+
+/// The largest number of bytes every one of `frames` is a multiple of (their gcd; 1 with none). Under a
+/// height that is a multiple of it, a layout puts every frame at a multiple of it (at sums of frame
+/// bytes, or at a height less some), so frames stay as aligned as their sizes are: a search rounds the
+/// heights it is given down to it.
+[[nodiscard]] inline std::size_t byte_unit(const std::vector<frame_interval>& frames) {
+  std::size_t unit = 0;
+  for (const frame_interval& f : frames) unit = std::gcd(unit, f.bytes);
+  return unit == 0 ? 1 : unit;
 }
 
 /// The top of the highest of `frames` at `offsets`.

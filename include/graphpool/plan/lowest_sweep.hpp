@@ -138,7 +138,7 @@ struct squeaky_setting {
 /// planner-quality corpus each of these is the lowest on some schedule, and none does with half the
 /// effort). A union tries the first only: its footprint is set by the counts replayed over the anchor's
 /// layout, not by that layout alone (a lower anchor left 4 unions higher), and each setting costs as much.
-inline constexpr squeaky_setting squeaky_settings[] = {{16, 30}, {8, 120}, {32, 30}, {16, 120}};
+inline constexpr squeaky_setting squeaky_settings[] = {{16, 30}, {8, 120}, {32, 30}, {16, 120}, {12, 60}};
 
 /// Lowers `found` (a layout of `frames` that `sweep` found, or none) with the squeaky wheel: heights
 /// below its top in steps of floor / 200, each with a third of the effort left; where both wall rules

@@ -37,7 +37,8 @@ class sweep_layout {
   static constexpr std::size_t revisit_choices = 8;
 
   explicit sweep_layout(const std::vector<frame_interval>& frames, std::size_t revisit_reach = default_revisit_reach)
-      : frames_(frames), revisit_reach_(revisit_reach), order_(frames.size()), beside_(frames.size()) {
+      : frames_(frames), unit_(byte_unit(frames)), revisit_reach_(revisit_reach), order_(frames.size()),
+        beside_(frames.size()) {
     std::iota(order_.begin(), order_.end(), std::size_t{0});
     std::stable_sort(order_.begin(), order_.end(), [&](std::size_t a, std::size_t b) {
       return frames[a].start != frames[b].start ? frames[a].start < frames[b].start : frames[a].bytes > frames[b].bytes;
@@ -88,6 +89,7 @@ class sweep_layout {
   /// positions take 0), such as those of a layout of a schedule that begins as this one does.
   [[nodiscard]] std::vector<std::size_t> under(std::size_t height, wall_rule walls, std::size_t& effort,
                                                const std::vector<std::size_t>& start = {}) {
+    height -= height % unit_;  // every offset a multiple of the frames' sizes' unit (byte_unit)
     const std::size_t n = frames_.size();
     offset_.assign(n, unplaced);
     choice_ = start;
@@ -189,6 +191,7 @@ class sweep_layout {
   }
 
   const std::vector<frame_interval>& frames_;
+  std::size_t unit_;                                // byte_unit(frames_)
   std::size_t revisit_reach_;
   std::vector<std::size_t> order_;                  // frames by start, larger first at one start (promoted)
   std::vector<std::vector<std::size_t>> beside_;    // frames alive together
