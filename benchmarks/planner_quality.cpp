@@ -7,6 +7,8 @@
 // --only keeps the corpus cases whose name contains TEXT (to time or inspect a few).
 // --misses writes the cases the schedule rule (no copy limit) misses issue 8's targets on, each schedule
 // as rectangles (lifetime x bytes per frame), for benchmarks/slot_rule_optimum.py to solve exactly.
+// Every plan (both modes, both slot rules) goes through the tests' independent verifier
+// (tests/host/plan_verifier.hpp: maps, overlaps, sizes, alignment); one it rejects misses a threshold.
 // Host only (no GPU). Prints a summary table and writes JSON (default: planner_quality.json). Exits 1
 // when a quality threshold is missed (--quick: a small corpus in a few seconds, run by ctest).
 
@@ -22,6 +24,7 @@
 
 #include "bench_support.hpp"
 #include "graphpool/plan/planner.hpp"
+#include "plan_verifier.hpp"
 
 namespace {
 
@@ -72,6 +75,7 @@ struct result_row {
   std::size_t unlimited_grad_bytes = 0;
   std::size_t grad_live_bound = 0;
   double unlimited_ms = 0;
+  std::string rejected;  // the first of its four plans the independent verifier rejects, and why (empty: none)
 };
 
 std::vector<schedule> schedules_for(int pp, int rank, int vpp, const std::string& set) {
@@ -323,6 +327,14 @@ int main(int argc, char** argv) {
     row.unlimited_bytes = unlimited.saved.footprint_bytes;
     row.unlimited_copies = unlimited.slots;
     row.unlimited_ms = std::chrono::duration<double, std::milli>(t5 - t4).count();
+    const std::pair<const char*, const plan*> plans[] = {
+        {"m mod S, offsets", &offsets}, {"m mod S, coloring", &colored},
+        {"schedule rule, default copies", &budgeted}, {"schedule rule, no copy limit", &unlimited}};
+    for (const auto& [what, planned] : plans) {
+      const graphpool::testing::verification v =
+          graphpool::testing::verify_plan(planned == &offsets || planned == &colored ? c.input : by_schedule, *planned);
+      if (!v.ok && row.rejected.empty()) row.rejected = std::string(what) + ": " + v.problem;
+    }
     return row;
   };
   // Cases run on `threads` threads (each plan is timed on its own thread); progress goes to stderr.
@@ -401,8 +413,14 @@ int main(int argc, char** argv) {
   std::size_t grads_above_mod = 0;               // schedule rule (default copies): gradients above m mod S's
   std::size_t off_target = 0;  // schedule rule, no copy limit: above 1.05 (single) or 1.10 (unions) of the live bound
   std::size_t strictly_below_coloring = 0;
+  std::size_t rejected = 0;  // cases with a plan the independent verifier rejects
+  const result_row* first_rejected = nullptr;
   const result_row* worst_unlimited = &rows.front();
   for (const result_row& r : rows) {
+    if (!r.rejected.empty()) {
+      ++rejected;
+      if (first_rejected == nullptr) first_rejected = &r;
+    }
     const std::size_t bytes[3] = {r.offsets, r.schedule_bytes, r.unlimited_bytes};
     const int copies[3] = {r.slots, r.schedule_copies, r.unlimited_copies};
     const double ms[3] = {r.offsets_ms, r.schedule_ms, r.unlimited_ms};
@@ -442,6 +460,10 @@ int main(int argc, char** argv) {
               "live bound (no copy limit): %zu plans\n",
               schedule_above_mod, schedule_over_budget, equal_frames_off_live);
   std::printf("schedule rule (no copy limit) above issue 8's targets (1.05 single, 1.10 unions): %zu plans\n", off_target);
+  std::printf("cases with a plan the independent verifier rejects (4 plans each: maps, overlaps, sizes, alignment): "
+              "%zu of %zu%s%s\n",
+              rejected, rows.size(), first_rejected == nullptr ? "" : "; first: ",
+              first_rejected == nullptr ? "" : (first_rejected->name + ", " + first_rejected->rejected).c_str());
   std::printf("returned gradients above their live bound: m mod S %zu plans, schedule rule %zu (default copies), %zu (no copy "
               "limit); schedule rule (default copies) above m mod S's gradients: %zu plans\n",
               grads_above_live[0], grads_above_live[1], grads_above_live[2], grads_above_mod);
@@ -541,6 +563,7 @@ int main(int argc, char** argv) {
   std::fprintf(out, "  \"equal_frames_off_live_bound\": %zu,\n  \"offsets_strictly_below_coloring\": %zu,\n",
                equal_frames_off_live, strictly_below_coloring);
   std::fprintf(out, "  \"schedule_rule_off_target\": %zu,\n", off_target);
+  std::fprintf(out, "  \"cases_rejected_by_verifier\": %zu,\n", rejected);
   std::fprintf(out,
                "  \"grads_above_live_bound\": {\"m_mod_s\": %zu, \"default_copies\": %zu, \"no_copy_limit\": %zu},\n"
                "  \"schedule_rule_grads_above_mod\": %zu,\n",
@@ -606,6 +629,7 @@ int main(int argc, char** argv) {
   auto expect = [&](bool ok, const std::string& what) {
     if (!ok) missed.push_back(what);
   };
+  expect(rejected == 0, "a plan the independent verifier rejects");
   expect(above_coloring == 0, "offsets above the DSATUR coloring");
   expect(more_arenas == 0, "coloring with more arenas than DSATUR");
   expect(schedule_above_mod == 0, "schedule rule (default copies) above m mod S");

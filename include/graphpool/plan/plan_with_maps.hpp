@@ -107,7 +107,8 @@ namespace graphpool::plan::detail {
   const bool given_optimal = !given.offsets.empty() && given.footprint <= result.saved.live_bound_bytes;
   const clique heaviest = given_optimal ? clique{{}, result.saved.live_bound_bytes, true}
                                         : max_weight_clique(live.saved, group_weights, effort.clique, clique_ceiling);
-  result.saved.lower_bound_bytes = heaviest.weight;
+  // The groups alive at the peak are a clique: a search stopped early by its effort may have found a lighter one.
+  result.saved.lower_bound_bytes = std::max(heaviest.weight, result.saved.live_bound_bytes);
   result.saved.lower_bound_exact = heaviest.exact;
   const coloring baseline = dsatur(frame_graph, frame_weights);
   // A given layout is kept without a search at the live bound, or when the effort allows no placement search.
