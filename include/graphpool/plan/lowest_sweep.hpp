@@ -134,10 +134,11 @@ struct squeaky_setting {
 };
 
 /// The settings the squeaky packing tries on a single schedule, each with the whole effort; the lowest
-/// layout is kept. The wheel is erratic: a setting that lowers one schedule leaves another higher (on the
-/// planner-quality corpus each of these is the lowest on some schedule, and none does with half the
-/// effort). A union tries the first only: its footprint is set by the counts replayed over the anchor's
-/// layout, not by that layout alone (a lower anchor left 4 unions higher), and each setting costs as much.
+/// layout is kept. The wheel is erratic: a setting that lowers one schedule leaves another higher (each
+/// of these was the lowest on some schedule of the planner-quality corpus when it was added, and with
+/// half the effort the gains were gone). A union tries the first only: its footprint is set by the counts
+/// replayed over the anchor's layout, not by that layout alone (a lower anchor left 4 unions higher), and
+/// each setting costs as much.
 inline constexpr squeaky_setting squeaky_settings[] = {{16, 30}, {8, 120}, {32, 30}, {16, 120}, {12, 60}};
 
 /// Lowers `found` (a layout of `frames` that `sweep` found, or none) with the squeaky wheel: heights
