@@ -301,10 +301,10 @@ TEST_CASE("a union of 128 counts stays at its longest count's footprint: a count
   check_union_at_longest_count(union_of_counts, how);
 }
 
-TEST_CASE("the schedule rule plans issue 8's worst interleaved case within 6% of the live bound", "[plan][sweep]") {
+TEST_CASE("the schedule rule plans issue 8's worst interleaved case within 5% of the live bound", "[plan][sweep]") {
   // PP 8 rank 3, VPP 4, M 128, chunks of 77, 40, 40 and 188 MiB: m mod S and every greedy layout need
-  // 1.19x the live bound; the sweep 1.08x, lowered by the squeaky wheel to 1.06x (the lowest of its
-  // settings).
+  // 1.19x the live bound; the sweep 1.08x, lowered by the squeaky wheel to 1.06x from the exact sweep's
+  // layout and to 1.0497x from the noisy sweeps' (the lowest of its settings each time).
   problem p;
   p.schedules = {schedule::interleaved(8, 3, 128, 4, 8)};
   p.layers_per_chunk = {1};
@@ -313,7 +313,7 @@ TEST_CASE("the schedule rule plans issue 8's worst interleaved case within 6% of
   p.rule = slot_rule::schedule;
   p.max_copies = 0;
   const plan planned = checked_plan(p);
-  CHECK(planned.saved.footprint_bytes * 100 <= planned.saved.live_bound_bytes * 106);
+  CHECK(planned.saved.footprint_bytes * 100 <= planned.saved.live_bound_bytes * 105);
   p.rule = slot_rule::mod;
   p.max_copies = twice_modulo_copies;
   CHECK(checked_plan(p).saved.footprint_bytes > planned.saved.footprint_bytes);
