@@ -490,6 +490,19 @@ TEST_CASE("the verifier rejects broken gradients, maps and frames", "[plan][veri
   bad = good;
   bad.slot_maps.clear();
   rejects(bad, "not one slot map per schedule");
+  // Frames: each message names the frame (chunk, copy, layer).
+  const planned_frame& first = good.frames[0];
+  const std::string first_name =
+      "frame (" + std::to_string(first.chunk) + "," + std::to_string(first.slot) + "," + std::to_string(first.layer) + ")";
+  bad = good;
+  bad.frames[0].bytes /= 2;
+  rejects(bad, first_name + " is smaller than branch cp1 needs");
+  bad = good;
+  bad.frames[0].offset = bad.arena_bytes[0];
+  rejects(bad, first_name + " lies outside its arena");
+  bad = good;  // 8 bytes off the alignment, inside the arena (the frame at 0 is not the only one there)
+  bad.frames[0].offset = first.offset > 0 ? first.offset - 8 : 8;
+  rejects(bad, first_name + " at offset " + std::to_string(bad.frames[0].offset));
 }
 
 TEST_CASE("a chunk that runs fewer microbatches than the schedule's count gets valid copies in every map entry",

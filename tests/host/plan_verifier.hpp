@@ -47,14 +47,15 @@ inline verification verify_plan(const plan::problem& input, const plan::plan& re
     auto& group = frames[static_cast<std::size_t>(f.chunk * slots + f.slot)];
     if (static_cast<int>(group.size()) != f.layer) fail("frames are not chunk-major, slot, layer");
     group.push_back({f.arena, f.offset, f.bytes});
+    auto name = [&] {  // built only for a message
+      return "frame (" + std::to_string(f.chunk) + "," + std::to_string(f.slot) + "," + std::to_string(f.layer) + ")";
+    };
     if (f.arena >= result.arena_bytes.size() || f.offset + f.bytes > result.arena_bytes[f.arena]) {
-      fail("frame (" + std::to_string(f.chunk) + "," + std::to_string(f.slot) + "," + std::to_string(f.layer) +
-           ") lies outside its arena");
+      fail(name() + " lies outside its arena");
     }
     if (f.offset % input.alignment != 0 || f.bytes % input.alignment != 0) {
-      fail("frame (" + std::to_string(f.chunk) + "," + std::to_string(f.slot) + "," + std::to_string(f.layer) +
-           ") at offset " + std::to_string(f.offset) + ", " + std::to_string(f.bytes) + " bytes, is not aligned to " +
-           std::to_string(input.alignment));
+      fail(name() + " at offset " + std::to_string(f.offset) + ", " + std::to_string(f.bytes) +
+           " bytes, is not aligned to " + std::to_string(input.alignment));
     }
     // The frame must hold every branch's saved bytes.
     for (const plan::branch_sizes& b : input.branches) {
@@ -62,7 +63,7 @@ inline verification verify_plan(const plan::problem& input, const plan::plan& re
       for (const plan::saved_bytes_override& o : input.overrides) {
         if (o.chunk == f.chunk && o.layer == f.layer && o.branch == b.name) need = o.saved;
       }
-      if (f.bytes < need) fail("frame smaller than branch " + b.name + " needs");
+      if (f.bytes < need) fail(name() + " is smaller than branch " + b.name + " needs");
     }
   }
   std::size_t total = 0;
