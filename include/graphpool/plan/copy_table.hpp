@@ -48,6 +48,9 @@ struct packing {
   /// sweep: the anchor's layout then lowered by the squeaky wheel (lowest_sweep.hpp's squeeze), with each of
   /// squeaky_settings on a single schedule, the first on a union
   bool squeaky = false;
+  /// sweep, single schedules: where the sweep begins, in permille of the schedule's events (sweep_layout's
+  /// `from`); 0: at the start
+  unsigned begin_permille = 0;
 };
 
 namespace detail {

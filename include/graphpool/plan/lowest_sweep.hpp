@@ -183,15 +183,19 @@ inline void squeeze(sweep_layout& sweep, const std::vector<frame_interval>& fram
 /// `swept` gets the sweep's layout (for the schedules replayed after it); `restarts` as lowest_sweep's,
 /// and invalid when the effort does not afford them (the exact sweep is the same layout then);
 /// `squeaky`: how many of squeaky_settings (from the first) then lower the layout (squeeze), each with
-/// `effort`, where it fits the budget, to one that does; the lowest is kept.
+/// `effort`, where it fits the budget, to one that does; the lowest is kept. `begin_permille`: where the
+/// sweep begins (sweep_layout's `from`), in permille of the schedule's events.
 [[nodiscard]] inline anchor_layout sweep_anchor(const std::vector<std::vector<std::size_t>>& frame_bytes,
                                                 const std::vector<lifetime>& items, std::size_t floor, int budget,
                                                 std::size_t effort, unsigned restarts, std::size_t squeaky,
-                                                swept_layout& swept) {
+                                                swept_layout& swept, unsigned begin_permille = 0) {
   anchor_layout result{copy_table(frame_bytes), std::vector<std::ptrdiff_t>(items.size(), -1), 0, true};
   const std::vector<frame_interval> frames = frames_of(frame_bytes, items);
   if (frames.empty()) return result;
   result.valid = false;
+  std::size_t events = 0;
+  for (const frame_interval& frame : frames) events = std::max(events, frame.end);
+  const std::size_t from = events / 1000 * begin_permille + events % 1000 * begin_permille / 1000;
   // One sweep per revisit reach; with the squeaky wheel, each setting of that reach lowers its layout.
   const std::size_t settings = std::min(squeaky, std::size(squeaky_settings));
   std::vector<std::size_t> reaches;
@@ -207,7 +211,7 @@ inline void squeeze(sweep_layout& sweep, const std::vector<frame_interval>& fram
   };
   for (std::size_t reach : reaches) {
     if (result.valid && result.footprint <= floor) break;
-    sweep_layout sweep(frames, reach);
+    sweep_layout sweep(frames, reach, from);
     if (restarts > 0 && !affords_restarts(sweep, effort, restarts)) return result;
     const swept_layout found = lowest_sweep(sweep, frames, floor, floor + floor / 2, effort, restarts);
     if (found.offsets.empty()) continue;

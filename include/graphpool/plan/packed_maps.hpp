@@ -85,7 +85,7 @@ namespace graphpool::plan {
           ? detail::bounded_anchor(frame_bytes, items, live[anchor], budget, how.search_effort)
       : how.order == packing_order::sweep
           ? detail::sweep_anchor(frame_bytes, items, live[anchor], budget, how.search_effort, restarts, squeaky,
-                                   swept)
+                                   swept, how.begin_permille)
           : detail::place_anchor(frame_bytes, chunk_bytes, items, order, budget, how);
   std::mt19937 random(1);
   std::size_t current = best.valid ? best.footprint : static_cast<std::size_t>(-1);

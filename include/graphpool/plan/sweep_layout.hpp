@@ -9,7 +9,9 @@
 /// fit leave the holes apart. Where a frame finds no room under the height, the choices of the frames
 /// placed just before it are revisited, next-ranked offset first, and the sweep goes on from the first
 /// change that places more frames. The order can be changed: a frame the sweep got stuck at can be
-/// placed earlier (the squeaky wheel, lowest_sweep.hpp). Host-only: no CUDA header.
+/// placed earlier (the squeaky wheel, lowest_sweep.hpp), and the sweep can begin later in the schedule
+/// (its steady state first), going backwards in time over the frames born before that. Host-only: no
+/// CUDA header.
 
 #include <algorithm>
 #include <cstddef>
@@ -25,7 +27,8 @@ namespace graphpool::plan::detail {
 /// When the floor and the ceiling of the memory count as dying, for the frames placed against them.
 enum class wall_rule {
   never,       ///< frames go against them only when no neighbour's end is near their own
-  at_the_end,  ///< when the schedule ends: long-lived frames gather there
+  at_the_end,  ///< when the schedule ends (begins, for frames a sweep places backwards): long-lived frames
+               ///< gather there
 };
 
 /// The sweep over one schedule's frames; one instance tries several heights.
@@ -36,8 +39,12 @@ class sweep_layout {
   static constexpr std::size_t default_revisit_reach = 120;
   static constexpr std::size_t revisit_choices = 8;
 
-  explicit sweep_layout(const std::vector<frame_interval>& frames, std::size_t revisit_reach = default_revisit_reach)
-      : frames_(frames), unit_(byte_unit(frames)), revisit_reach_(revisit_reach), order_(frames.size()),
+  /// `from`: the event the sweep begins at. Frames born from it on go first, by forward time; those born
+  /// before it then go backwards in time (latest end first), each beside the neighbour born nearest its
+  /// own birth: a steady state laid out first, the warmup fitted around it.
+  explicit sweep_layout(const std::vector<frame_interval>& frames, std::size_t revisit_reach = default_revisit_reach,
+                        std::size_t from = 0)
+      : frames_(frames), unit_(byte_unit(frames)), revisit_reach_(revisit_reach), from_(from), order_(frames.size()),
         beside_(frames.size()) {
     std::iota(order_.begin(), order_.end(), std::size_t{0});
     std::stable_sort(order_.begin(), order_.end(), [&](std::size_t a, std::size_t b) {
@@ -52,6 +59,13 @@ class sweep_layout {
       }
     }
     for (const std::vector<std::size_t>& alive_with : beside_) pass_ += alive_with.size() + 1;
+    if (from_ == 0) return;
+    std::stable_sort(order_.begin(), order_.end(), [&](std::size_t a, std::size_t b) {
+      const bool a_before = frames[a].start < from_;
+      const bool b_before = frames[b].start < from_;
+      if (a_before != b_before) return b_before;
+      return a_before && frames[a].end > frames[b].end;
+    });
   }
 
   /// From now on, each distance a frame's offsets are ranked by gets up to `spread` events added, a hash
@@ -154,7 +168,8 @@ class sweep_layout {
   }
 
   // The offsets frame `f` can take under `height` among the neighbours placed, against the bottom or
-  // the top of each gap it fits, best first: the adjacent neighbour dies nearest when `f` does.
+  // the top of each gap it fits, best first: the adjacent neighbour dies nearest when `f` does (is born
+  // nearest when `f` is, for a frame born before from_: the sweep goes backwards there).
   void rank(std::size_t f, std::size_t height, wall_rule walls) {
     taken_.clear();
     ranked_.clear();
@@ -162,9 +177,11 @@ class sweep_layout {
       if (offset_[j] != unplaced) taken_.emplace_back(offset_[j], j);
     }
     std::sort(taken_.begin(), taken_.end());
-    const std::size_t wall = walls == wall_rule::never ? 4 * end_ + 4 : end_;
+    const bool backwards = frames_[f].start < from_;
+    const std::size_t wall = walls == wall_rule::never ? 4 * end_ + 4 : backwards ? 0 : end_;
     const std::size_t bytes = frames_[f].bytes;
-    const std::size_t dies = frames_[f].end;
+    const std::size_t dies = backwards ? frames_[f].start : frames_[f].end;
+    auto when = [&](std::size_t j) { return backwards ? frames_[j].start : frames_[j].end; };
     auto distance = [&](std::size_t end, std::size_t offset) {
       return (end > dies ? end - dies : dies - end) + (spread_ == 0 ? 0 : noise(f, offset) % spread_);
     };
@@ -176,13 +193,13 @@ class sweep_layout {
     std::size_t cursor = 0;
     std::size_t below_dies = wall;
     for (const auto& [offset, j] : taken_) {
-      if (offset > cursor) gap(cursor, offset, below_dies, frames_[j].end);
+      if (offset > cursor) gap(cursor, offset, below_dies, when(j));
       const std::size_t top = offset + frames_[j].bytes;
       if (top > cursor) {
         cursor = top;
-        below_dies = frames_[j].end;
+        below_dies = when(j);
       } else if (top == cursor) {
-        below_dies = std::max(below_dies, frames_[j].end);
+        below_dies = backwards ? std::min(below_dies, when(j)) : std::max(below_dies, when(j));
       }
     }
     if (height > cursor) gap(cursor, height, below_dies, wall);
@@ -193,7 +210,9 @@ class sweep_layout {
   const std::vector<frame_interval>& frames_;
   std::size_t unit_;                                // byte_unit(frames_)
   std::size_t revisit_reach_;
-  std::vector<std::size_t> order_;                  // frames by start, larger first at one start (promoted)
+  std::size_t from_;                                // the event the sweep begins at
+  std::vector<std::size_t> order_;                  // frames by start, larger first at one start (from from_,
+                                                    // then those before it by end backwards; promoted)
   std::vector<std::vector<std::size_t>> beside_;    // frames alive together
   std::size_t end_ = 0;                             // the last frame's end
   std::size_t pass_ = 0;
