@@ -333,6 +333,43 @@ TEST_CASE("a union of 128 counts stays at its longest count's footprint: a count
   check_union_at_longest_count(union_of_counts, how);
 }
 
+TEST_CASE("a union's counts laid out by themselves take their frames' layout where lower than their blocks', "
+          "and keep the blocks' where the frames run out of copies", "[plan][sweep]") {
+  // PP 4 rank 1, VPP 4, M = 1..40, 3 layers of unequal sizes (the planner-quality corpus's): counts find
+  // no replay over M 40's copies and are laid out by themselves. As blocks they rise 7.5% above the
+  // frames' layout; the frames open 108 copies of a chunk, past a budget of 100.
+  problem p;
+  for (int m = 1; m <= 40; ++m) p.schedules.push_back(schedule::interleaved(4, 1, m, 4, 4));
+  p.layers_per_chunk = {3};
+  p.branches = {{"cp1", 40 * MiB, 8 * MiB}, {"cp2", 24 * MiB, 8 * MiB}};
+  for (int c = 0; c < 4; ++c) {
+    for (int l = 0; l < 3; ++l) {
+      if ((c + l) % 3 == 0) p.overrides.push_back({c, l, "cp1", static_cast<std::size_t>(40 + 37 * (c + 1)) * MiB});
+      if ((c * 5 + l) % 4 == 1) p.overrides.push_back({c, l, "cp2", static_cast<std::size_t>(9 + 13 * l) * MiB});
+    }
+  }
+  const std::vector<std::vector<std::size_t>> frame_bytes = detail::size_frames(p, 4).bytes;
+  packing how = sweep_packing();
+  REQUIRE(how.own_layout_share > 0);
+  for (int budget : {140, 100}) {
+    INFO("budget " << budget);
+    how.lower_own_frames = false;
+    const packed_maps blocks_first = pack_maps(p.schedules, frame_bytes, budget, how);
+    how.lower_own_frames = true;
+    const packed_maps lower = pack_maps(p.schedules, frame_bytes, budget, how);
+    REQUIRE(blocks_first.valid);
+    REQUIRE(lower.valid);
+    CHECK(check_packed(p.schedules, frame_bytes, lower).empty());
+    if (budget == 140) {
+      CHECK(lower.footprint * 1000 < blocks_first.footprint * 950);
+      CHECK(copies_used(lower.maps) > 100);
+    } else {
+      CHECK(lower.footprint == blocks_first.footprint);
+      CHECK(copies_used(lower.maps) == copies_used(blocks_first.maps));
+    }
+  }
+}
+
 TEST_CASE("the schedule rule plans issue 8's worst interleaved case within 5% of the live bound", "[plan][sweep]") {
   // PP 8 rank 3, VPP 4, M 128, chunks of 77, 40, 40 and 188 MiB: m mod S and every greedy layout need
   // 1.19x the live bound; the sweep 1.08x, lowered by the squeaky wheel to 1.06x from the exact sweep's

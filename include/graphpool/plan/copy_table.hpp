@@ -51,6 +51,9 @@ struct packing {
   /// sweep, single schedules: where the sweep begins, in permille of the schedule's events (sweep_layout's
   /// `from`); 0: at the start
   unsigned begin_permille = 0;
+  /// sweep, unions: where counts laid out by themselves as blocks leave the union above the anchor, the
+  /// counts are replayed again taking a count's frames (one by one) where lower (pack_maps)
+  bool lower_own_frames = false;
 };
 
 namespace detail {

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <iterator>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <utility>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "graphpool/plan/frame_intervals.hpp"
 #include "graphpool/plan/liveness.hpp"
 #include "graphpool/plan/lowest_sweep.hpp"
+#include "graphpool/plan/own_layout.hpp"
 #include "graphpool/plan/schedule.hpp"
 #include "graphpool/plan/slot_map.hpp"
 
@@ -32,7 +34,10 @@ namespace graphpool::plan {
 /// the footprint earlier (or, by `how.order`, the bounded search or the sweep lays its frames out). The
 /// other schedules replay over the same copies, most microbatches first, a new copy only where no free
 /// one exists; with the sweep, a schedule with no replay over them is laid out by itself from the
-/// choices of the one before it. `frame_bytes` is [chunk][layer].
+/// choices of the one before it (its chunks as blocks; with `how.lower_own_frames`, where that leaves the
+/// union above the anchor, every count is replayed again taking its frames where lower, and the lower
+/// of the two that fits the budget is kept).
+/// `frame_bytes` is [chunk][layer].
 [[nodiscard]] inline packed_maps pack_maps(const std::vector<schedule>& schedules,
                                            const std::vector<std::vector<std::size_t>>& frame_bytes, int budget,
                                            const packing& how = {}) {
@@ -75,8 +80,7 @@ namespace graphpool::plan {
     }
     return items[a].start < items[b].start;
   });
-  detail::swept_layout swept;  // the sweep's last layout: the next schedule starts from its choices
-  detail::swept_layout swept_whole;  // the same, of chunks laid out as whole blocks
+  detail::own_layout_hints hints;  // the sweep's last layouts: the next schedule starts from their choices
   const auto restarts = static_cast<unsigned>(how.search_steps);
   // The squeaky wheel's settings: every one on a single schedule, the first on a union (lowest_sweep.hpp).
   const std::size_t squeaky = !how.squeaky ? 0 : schedules.size() == 1 ? std::size(detail::squeaky_settings) : 1;
@@ -85,7 +89,7 @@ namespace graphpool::plan {
           ? detail::bounded_anchor(frame_bytes, items, live[anchor], budget, how.search_effort)
       : how.order == packing_order::sweep
           ? detail::sweep_anchor(frame_bytes, items, live[anchor], budget, how.search_effort, restarts, squeaky,
-                                   swept, how.begin_permille)
+                                   hints.frames, how.begin_permille)
           : detail::place_anchor(frame_bytes, chunk_bytes, items, order, budget, how);
   std::mt19937 random(1);
   std::size_t current = best.valid ? best.footprint : static_cast<std::size_t>(-1);
@@ -153,108 +157,125 @@ namespace graphpool::plan {
   std::stable_sort(by_weight.begin() + 1, by_weight.end(), [&](std::size_t a, std::size_t b) {
     return schedules[a].microbatches() > schedules[b].microbatches();
   });
-  std::vector<int> blocked(copies.size(), 0);
-  // Search effort for the replays: over the copies (bounded), or each schedule swept by itself (sweep).
-  std::size_t replay_effort = how.search_effort;
-  for (std::size_t k = 1; k < by_weight.size(); ++k) {
-    const schedule& s = schedules[by_weight[k]];
-    slot_map& map = result.maps[by_weight[k]];
-    map = slot_map{s.name(), s.microbatches(), {}};
-    for (int c = 0; c < s.chunks(); ++c) map.slots.emplace_back(static_cast<std::size_t>(s.microbatches()), -1);
-    const std::vector<detail::lifetime> replayed = detail::lifetimes_of(s);
-    auto bind = [&](const std::vector<std::ptrdiff_t>& found) {
-      for (std::vector<std::ptrdiff_t>& row : previous) row.assign(static_cast<std::size_t>(s.microbatches()), -1);
-      for (std::size_t i = 0; i < replayed.size(); ++i) {
-        if (found[i] < 0) continue;
-        const auto c = static_cast<std::size_t>(replayed[i].chunk);
-        const auto m = static_cast<std::size_t>(replayed[i].microbatch);
-        map.slots[c][m] = copies.index(static_cast<std::size_t>(found[i]));
-        previous[c][m] = found[i];
-      }
-    };
-    const std::size_t share = replay_effort / (by_weight.size() - k);
-    if (share > 0) {
-      std::vector<std::vector<std::size_t>> preferred(replayed.size());
-      for (std::size_t i = 0; i < replayed.size(); ++i) {
-        const std::vector<std::ptrdiff_t>& row = previous[static_cast<std::size_t>(replayed[i].chunk)];
-        const auto m = static_cast<std::size_t>(replayed[i].microbatch);
-        const std::size_t from_end = static_cast<std::size_t>(s.microbatches()) - m;
-        for (std::size_t at : {m, row.size() - std::min(from_end, row.size())}) {
-          if (at < row.size() && row[at] >= 0) preferred[i].push_back(static_cast<std::size_t>(row[at]));
+  // Every other count replayed; false where one finds no copy within the budget, or the footprint
+  // reaches `give_up_at`.
+  auto replay_counts = [&](bool lower_frames, std::size_t give_up_at) {
+    std::vector<int> blocked(copies.size(), 0);
+    // Search effort for the replays: over the copies (bounded), or each schedule swept by itself (sweep).
+    std::size_t replay_effort = how.search_effort;
+    for (std::size_t k = 1; k < by_weight.size(); ++k) {
+      if (result.footprint >= give_up_at) return false;
+      const schedule& s = schedules[by_weight[k]];
+      slot_map& map = result.maps[by_weight[k]];
+      map = slot_map{s.name(), s.microbatches(), {}};
+      for (int c = 0; c < s.chunks(); ++c) map.slots.emplace_back(static_cast<std::size_t>(s.microbatches()), -1);
+      const std::vector<detail::lifetime> replayed = detail::lifetimes_of(s);
+      auto bind = [&](const std::vector<std::ptrdiff_t>& found) {
+        for (std::vector<std::ptrdiff_t>& row : previous) row.assign(static_cast<std::size_t>(s.microbatches()), -1);
+        for (std::size_t i = 0; i < replayed.size(); ++i) {
+          if (found[i] < 0) continue;
+          const auto c = static_cast<std::size_t>(replayed[i].chunk);
+          const auto m = static_cast<std::size_t>(replayed[i].microbatch);
+          map.slots[c][m] = copies.index(static_cast<std::size_t>(found[i]));
+          previous[c][m] = found[i];
+        }
+      };
+      const std::size_t share = replay_effort / (by_weight.size() - k);
+      if (share > 0) {
+        std::vector<std::vector<std::size_t>> preferred(replayed.size());
+        for (std::size_t i = 0; i < replayed.size(); ++i) {
+          const std::vector<std::ptrdiff_t>& row = previous[static_cast<std::size_t>(replayed[i].chunk)];
+          const auto m = static_cast<std::size_t>(replayed[i].microbatch);
+          const std::size_t from_end = static_cast<std::size_t>(s.microbatches()) - m;
+          for (std::size_t at : {m, row.size() - std::min(from_end, row.size())}) {
+            if (at < row.size() && row[at] >= 0) preferred[i].push_back(static_cast<std::size_t>(row[at]));
+          }
+        }
+        std::size_t left = share;
+        const std::vector<std::ptrdiff_t> found = detail::replay_over(copies, replayed, chunk_bytes, left, preferred);
+        replay_effort -= share - left;
+        if (!found.empty()) {
+          bind(found);
+          continue;
         }
       }
-      std::size_t left = share;
-      const std::vector<std::ptrdiff_t> found = detail::replay_over(copies, replayed, chunk_bytes, left, preferred);
-      replay_effort -= share - left;
-      if (!found.empty()) {
-        bind(found);
-        continue;
-      }
-    }
-    if (how.order == packing_order::sweep) {
-      // No replay over these copies: the schedule laid out by itself (its effort: how.own_layout_share),
-      // at the footprint or as little above as the sweep finds, on the copies whose layers sit where its
-      // layout puts them and on new ones: each chunk's layers as one block (so other counts share its
-      // copies more often), else (no layout within the budget) its frames one by one.
-      bool bound = false;
-      for (bool whole : {true, false}) {
-        const std::vector<detail::frame_interval> frames =
-            whole ? detail::blocks_of(chunk_bytes, replayed) : detail::frames_of(frame_bytes, replayed);
-        detail::swept_layout& hint = whole ? swept_whole : swept;
-        detail::swept_layout laid_out;
-        if (!frames.empty()) {
-          const std::size_t allowed = how.own_layout_share > 0 ? replay_effort / how.own_layout_share : share;
-          laid_out = detail::lowest_sweep(frames, result.footprint, result.footprint + result.footprint / 2, allowed,
-                                          restarts, hint.offsets.empty() ? nullptr : &hint);
-          replay_effort -= std::min(replay_effort, laid_out.spent);
+      if (how.order == packing_order::sweep) {
+        // No replay over these copies: the schedule laid out by itself (own_layout.hpp).
+        const std::vector<std::ptrdiff_t> found =
+            detail::lay_out_alone(copies, frame_bytes, chunk_bytes, replayed, budget, result.footprint, replay_effort,
+                                  {how.own_layout_share, share}, restarts, lower_frames, hints);
+        if (!found.empty()) {
+          bind(found);
+          continue;
         }
-        if (laid_out.offsets.empty()) continue;
-        const std::vector<std::size_t> offsets =
-            whole ? detail::layers_of(frame_bytes, replayed, laid_out.offsets) : laid_out.offsets;
-        std::vector<std::ptrdiff_t> found;
-        if (!detail::add_copies(copies, replayed, offsets, budget, found)) continue;
-        result.footprint = std::max(result.footprint, detail::top_of(frames, laid_out.offsets));
-        hint = std::move(laid_out);
-        bind(found);
-        bound = true;
-        break;
       }
-      if (bound) continue;
-    }
-    blocked.assign(copies.size(), 0);
-    std::vector<std::size_t> alive;  // copy ids
-    std::vector<std::vector<std::size_t>> id_of(static_cast<std::size_t>(s.chunks()),
-                                                std::vector<std::size_t>(static_cast<std::size_t>(s.microbatches())));
-    for (const event& e : s.events()) {
-      if (chunk_bytes[static_cast<std::size_t>(e.chunk)] == 0) continue;
-      std::size_t& mine = id_of[static_cast<std::size_t>(e.chunk)][static_cast<std::size_t>(e.microbatch)];
-      if (e.kind == phase::backward) {
-        for (std::size_t other : copies.overlapping(mine)) --blocked[other];
-        alive.erase(std::find(alive.begin(), alive.end(), mine));
-        continue;
+      blocked.assign(copies.size(), 0);
+      std::vector<std::size_t> alive;  // copy ids
+      std::vector<std::vector<std::size_t>> id_of(static_cast<std::size_t>(s.chunks()),
+                                                  std::vector<std::size_t>(static_cast<std::size_t>(s.microbatches())));
+      for (const event& e : s.events()) {
+        if (chunk_bytes[static_cast<std::size_t>(e.chunk)] == 0) continue;
+        std::size_t& mine = id_of[static_cast<std::size_t>(e.chunk)][static_cast<std::size_t>(e.microbatch)];
+        if (e.kind == phase::backward) {
+          for (std::size_t other : copies.overlapping(mine)) --blocked[other];
+          alive.erase(std::find(alive.begin(), alive.end(), mine));
+          continue;
+        }
+        const std::ptrdiff_t id = detail::choose_copy(copies, e.chunk, blocked, result.footprint, budget, how, [&] {
+          std::vector<detail::byte_range> taken;
+          for (std::size_t a : alive) taken.insert(taken.end(), copies.blocks(a).begin(), copies.blocks(a).end());
+          std::sort(taken.begin(), taken.end());
+          return taken;
+        });
+        if (id < 0) return false;
+        blocked.resize(copies.size(), 0);  // a new copy lies clear of every live one
+        mine = static_cast<std::size_t>(id);
+        for (std::size_t other : copies.overlapping(mine)) ++blocked[other];
+        alive.push_back(mine);
+        result.footprint = std::max(result.footprint, copies.top(mine));
+        map.slots[static_cast<std::size_t>(e.chunk)][static_cast<std::size_t>(e.microbatch)] = copies.index(mine);
       }
-      const std::ptrdiff_t id = detail::choose_copy(copies, e.chunk, blocked, result.footprint, budget, how, [&] {
-        std::vector<detail::byte_range> taken;
-        for (std::size_t a : alive) taken.insert(taken.end(), copies.blocks(a).begin(), copies.blocks(a).end());
-        std::sort(taken.begin(), taken.end());
-        return taken;
-      });
-      if (id < 0) {
-        result.valid = false;
-        return result;
+      for (std::size_t c = 0; c < previous.size(); ++c) {
+        previous[c].assign(static_cast<std::size_t>(s.microbatches()), -1);
+        if (chunk_bytes[c] == 0) continue;
+        for (std::size_t m = 0; m < previous[c].size(); ++m) previous[c][m] = static_cast<std::ptrdiff_t>(id_of[c][m]);
       }
-      blocked.resize(copies.size(), 0);  // a new copy lies clear of every live one
-      mine = static_cast<std::size_t>(id);
-      for (std::size_t other : copies.overlapping(mine)) ++blocked[other];
-      alive.push_back(mine);
-      result.footprint = std::max(result.footprint, copies.top(mine));
-      map.slots[static_cast<std::size_t>(e.chunk)][static_cast<std::size_t>(e.microbatch)] = copies.index(mine);
     }
-    for (std::size_t c = 0; c < previous.size(); ++c) {
-      previous[c].assign(static_cast<std::size_t>(s.microbatches()), -1);
-      if (chunk_bytes[c] == 0) continue;
-      for (std::size_t m = 0; m < previous[c].size(); ++m) previous[c][m] = static_cast<std::ptrdiff_t>(id_of[c][m]);
+    return result.footprint < give_up_at;
+  };
+  // Where a count laid out by itself as blocks left the union above its anchor, the counts are replayed
+  // again taking a count's frames' layout where that is lower (how.lower_own_frames); frames seldom sit
+  // as another microbatch's do, so they open about a copy per microbatch: the lower of the two that
+  // holds within the budget is kept.
+  struct replay_start {
+    detail::copy_table copies;
+    std::vector<std::vector<std::ptrdiff_t>> previous;
+    detail::own_layout_hints hints;
+    std::size_t footprint;
+  };
+  std::optional<replay_start> anchored;
+  if (how.lower_own_frames) anchored = replay_start{copies, previous, hints, result.footprint};
+  const bool blocks_hold = replay_counts(false, static_cast<std::size_t>(-1));
+  if (anchored && (!blocks_hold || result.footprint > anchored->footprint)) {
+    detail::copy_table blocks_copies = std::move(copies);
+    std::vector<slot_map> blocks_maps = result.maps;
+    const std::size_t blocks_footprint = result.footprint;
+    copies = std::move(anchored->copies);
+    previous = std::move(anchored->previous);
+    hints = std::move(anchored->hints);
+    result.footprint = anchored->footprint;
+    const bool frames_hold = replay_counts(true, blocks_hold ? blocks_footprint : static_cast<std::size_t>(-1));
+    if (blocks_hold && !frames_hold) {
+      copies = std::move(blocks_copies);
+      result.maps = std::move(blocks_maps);
+      result.footprint = blocks_footprint;
+    } else if (!frames_hold) {
+      result.valid = false;
+      return result;
     }
+  } else if (!blocks_hold) {
+    result.valid = false;
+    return result;
   }
   for (std::size_t k = 0; k < schedules.size(); ++k) {
     detail::map_empty_chunks(schedules[k], chunk_bytes, result.maps[k]);

@@ -139,7 +139,12 @@ inline constexpr packing layout_packings[] = {
     // start from the anchor's choices, which a sweep begun elsewhere does not rank alike; at the default
     // budget it lowered none of the planner-quality corpus's unequal-frame plans and took 45% longer).
     if (how.begin_permille > 0 && (p.schedules.size() > 1 || p.max_copies != 0)) continue;
-    packed_maps candidate = pack_maps(p.schedules, sizes.bytes, budget, how);
+    // With no copy limit, a union's counts laid out by themselves may take their frames' layout where it
+    // is lower than their blocks' (at the default budget copies are too few: it left a plan higher, none
+    // lower).
+    packing here = how;
+    here.lower_own_frames = how.order == packing_order::sweep && p.max_copies == 0;
+    packed_maps candidate = pack_maps(p.schedules, sizes.bytes, budget, here);
     packed_maps& kept = packed[how.order == packing_order::sweep ? 1 : 0];
     if (smaller(candidate, kept)) kept = std::move(candidate);
     if (kept.valid && kept.footprint <= live_bound) break;
