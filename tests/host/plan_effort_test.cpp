@@ -36,7 +36,7 @@ constexpr std::size_t MiB = std::size_t{1} << 20;
 // one gets ten times that. Unequal layers are not the issue's target: their searches stop at their
 // effort bounds, and a plan without a copy limit holds hundreds of copies (they once took minutes) and
 // replays its counts twice where one laid out by itself rises above the anchor (as blocks, then as
-// frames where lower: 6 s on a 2-core machine, 2.7 s with blocks only).
+// frames where lower: 6.9 s on a 2-core machine, 2.7 s with blocks only).
 constexpr double issue_target_ms = 100.0;
 constexpr double machine_slack = 10.0;
 constexpr double unequal_layers_slack = 100.0;
