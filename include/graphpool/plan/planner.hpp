@@ -140,8 +140,8 @@ inline constexpr packing layout_packings[] = {
     // budget it lowered none of the planner-quality corpus's unequal-frame plans and took 45% longer).
     if (how.begin_permille > 0 && (p.schedules.size() > 1 || p.max_copies != 0)) continue;
     // With no copy limit, a union's counts laid out by themselves may take their frames' layout where it
-    // is lower than their blocks' (at the default budget copies are too few: it left a plan higher, none
-    // lower).
+    // is lower than their blocks' (frames open about a copy per microbatch: at the default budget a first
+    // version, frames first wherever lower, lowered none of the corpus's plans and left one higher).
     packing here = how;
     here.lower_own_frames = how.order == packing_order::sweep && p.max_copies == 0;
     packed_maps candidate = pack_maps(p.schedules, sizes.bytes, budget, here);
