@@ -18,6 +18,11 @@ namespace graphpool::plan::detail {
 /// The noise (events) of the sweeps tried at a height after the two exact ones.
 inline constexpr std::size_t sweep_noise = 8;
 
+/// `permille` (up to 1000) thousandths of `value`, rounded down, without overflow for any `value`.
+[[nodiscard]] constexpr std::size_t permille_of(std::size_t value, std::size_t permille) noexcept {
+  return value / 1000 * permille + value % 1000 * permille / 1000;
+}
+
 /// Whether `effort` affords `restarts` noisy sweeps (64 passes each) besides the exact ones at a height.
 [[nodiscard]] inline bool affords_restarts(const sweep_layout& sweep, std::size_t effort, unsigned restarts) {
   return 64 * sweep.pass() * (2 + restarts) <= effort;
@@ -82,7 +87,7 @@ struct swept_layout {
   std::size_t missed = floor;  // the highest height missed below the one reached (floor: none tried)
   bool reached = false;
   for (std::size_t permille : {0, 25, 50, 100, 200, 500, 1000}) {
-    const std::size_t above = floor / 1000 * permille + floor % 1000 * permille / 1000;
+    const std::size_t above = permille_of(floor, permille);
     const std::size_t height = permille == 1000 ? limit : std::min(limit, floor + above);
     if (effort == 0) break;
     if (permille > 0 && height <= missed) continue;
@@ -195,7 +200,7 @@ inline void squeeze(sweep_layout& sweep, const std::vector<frame_interval>& fram
   result.valid = false;
   std::size_t events = 0;
   for (const frame_interval& frame : frames) events = std::max(events, frame.end);
-  const std::size_t from = events / 1000 * begin_permille + events % 1000 * begin_permille / 1000;
+  const std::size_t from = permille_of(events, begin_permille);
   // One sweep per revisit reach; with the squeaky wheel, each setting of that reach lowers its layout.
   const std::size_t settings = std::min(squeaky, std::size(squeaky_settings));
   std::vector<std::size_t> reaches;
