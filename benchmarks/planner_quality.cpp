@@ -40,7 +40,7 @@ constexpr std::size_t quick_strictly_below_coloring = 40;
 constexpr double quick_schedule_worst = 1.11;         // unions, with the sweep's replays (1.159 without them)
 constexpr double quick_schedule_single_worst = 1.11;  // 1.106: vpp2 pp2 r0 M=24, proven optimal
 constexpr std::size_t quick_equal_frames_off_live = 0;
-constexpr std::size_t quick_off_target = 8;  // all "layers 1 heterogeneous"; slot_rule_optimum.py proves some optimal
+constexpr std::size_t quick_off_target = 5;  // all "layers 1 heterogeneous"; slot_rule_optimum.py proves some optimal
 
 struct corpus_case {
   std::string name;
@@ -141,7 +141,7 @@ std::vector<int> corpus_ranks(int pp, bool quick) {
 std::vector<corpus_case> make_corpus(bool quick) {
   std::vector<corpus_case> corpus;
   const std::vector<std::string> sets = quick ? std::vector<std::string>{"M=24", "M=pp..32:pp"}
-                                              : std::vector<std::string>{"M=128", "M=pp..64:pp", "M=1..128"};
+                                              : std::vector<std::string>{"M=128", "M=24", "M=pp..64:pp", "M=1..128"};
   const std::vector<const char*> layouts =
       quick ? std::vector<const char*>{"1", "mixed"} : std::vector<const char*>{"1", "3", "8", "mixed"};
   const std::vector<const char*> all_sizes = quick ? std::vector<const char*>{"equal", "heterogeneous"}

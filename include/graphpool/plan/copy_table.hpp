@@ -31,6 +31,7 @@ enum class packing_order {
   area,      ///< bytes x lifetime, largest first
   bounded,   ///< frames by forward time under a height, backing up where one does not fit (bounded_layout.hpp)
   sweep,     ///< frames by forward time under a height, beside neighbours that die with them (sweep_layout.hpp)
+  rising,    ///< frames lowest first, each resting on those below it, at the live bound (rising_layout.hpp)
 };
 
 /// @brief One way pack_maps lays copies out (dynamic storage allocation on the schedule's intervals).
@@ -40,7 +41,8 @@ struct packing {
   bool best_fit = false;     ///< the smallest gap that holds a block (else the lowest)
   int search_steps = 0;      ///< squeaky-wheel steps (microbatches that set the footprint move earlier);
                              ///< sweep: noisy sweeps per height after the exact ones
-  std::size_t search_effort = 0;  ///< bounded: frames the search may visit; sweep: neighbours it may look at
+  std::size_t search_effort = 0;  ///< bounded: frames the search may visit; sweep: neighbours it may look at;
+                                  ///< rising: sections it may look at
   /// sweep, unions: a count with no replay over the copies, laid out by itself, may spend 1 / this of the
   /// effort left (the longest counts come first, and one held to less rises above the footprint); 0: an
   /// equal share with the counts after it, which holds the footprint less but opens fewer copies.

@@ -20,6 +20,7 @@
 #include "graphpool/plan/liveness.hpp"
 #include "graphpool/plan/lowest_sweep.hpp"
 #include "graphpool/plan/own_layout.hpp"
+#include "graphpool/plan/rising_layout.hpp"
 #include "graphpool/plan/schedule.hpp"
 #include "graphpool/plan/slot_map.hpp"
 
@@ -27,16 +28,16 @@ namespace graphpool::plan {
 
 /// @return maps and a byte layout of every copy, built as dynamic storage allocation on intervals.
 ///
-/// The schedule with the most bytes alive at once (it sets the live bound) is the anchor: its
-/// microbatches are placed in `how.order`, each against the microbatches alive beside it, reusing a
-/// copy of its chunk whose bytes are free then (the lowest), or laying out a new one (under `budget`
-/// copies per chunk) when that ends lower; a squeaky-wheel search then moves the microbatches that set
-/// the footprint earlier (or, by `how.order`, the bounded search or the sweep lays its frames out). The
-/// other schedules replay over the same copies, most microbatches first, a new copy only where no free
-/// one exists; with the sweep, a schedule with no replay over them is laid out by itself from the
-/// choices of the one before it (its chunks as blocks; with `how.lower_own_frames`, where that leaves the
-/// union above the anchor, every count is replayed again taking its frames where lower, and the lower
-/// of the two that fits the budget is kept).
+/// The schedule with the most bytes alive at once (it sets the live bound) is the anchor: its microbatches
+/// are placed in `how.order`, each against the microbatches alive beside it, reusing a copy of its chunk
+/// whose bytes are free then (the lowest), or laying out a new one (under `budget` copies per chunk) when
+/// that ends lower; a squeaky-wheel search then moves the microbatches that set the footprint earlier (or, by
+/// `how.order`, the bounded search, the sweep or the rising search lays its frames out). The other schedules
+/// replay over the same copies, most microbatches first, a new copy only where no free one exists; with the
+/// sweep, a schedule with no replay over them is laid out by itself from the choices of the one before it
+/// (its chunks as blocks; with `how.lower_own_frames`, where that leaves the union above the anchor, every
+/// count is replayed again taking its frames where lower, and the lower of the two that fits the budget is
+/// kept).
 /// `frame_bytes` is [chunk][layer].
 [[nodiscard]] inline packed_maps pack_maps(const std::vector<schedule>& schedules,
                                            const std::vector<std::vector<std::size_t>>& frame_bytes, int budget,
@@ -76,6 +77,7 @@ namespace graphpool::plan {
       case packing_order::start:
       case packing_order::bounded:
       case packing_order::sweep:
+      case packing_order::rising:
         break;
     }
     return items[a].start < items[b].start;
@@ -87,6 +89,8 @@ namespace graphpool::plan {
   detail::anchor_layout best =
       how.order == packing_order::bounded
           ? detail::bounded_anchor(frame_bytes, items, live[anchor], budget, how.search_effort)
+      : how.order == packing_order::rising
+          ? detail::rising_anchor(frame_bytes, items, live[anchor], budget, how.search_effort)
       : how.order == packing_order::sweep
           ? detail::sweep_anchor(frame_bytes, items, live[anchor], budget, how.search_effort, restarts, squeaky,
                                    hints.frames, how.begin_permille)

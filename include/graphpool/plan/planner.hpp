@@ -27,20 +27,23 @@
 
 namespace graphpool::plan {
 
-/// @brief The layouts make_plan tries for the schedule rule, in order, until one reaches the live bound:
-/// by forward time with layers apart (equal frames reach the live bound); then, for unequal frames, the
-/// sweep (each frame beside the neighbour that dies nearest its own end, earlier choices revisited where
-/// one finds no room: the exchange of interleaved schedules), exact and with noisy restarts, where
-/// those run out of copies on a union with even shares of effort for its counts, and lowered by the
-/// squeaky wheel (frames a sweep gets stuck at are placed earlier the next time) from the exact sweep's
-/// layout and, apart, from the noisy sweeps' (the wheel is erratic: over the planner-quality corpus's
-/// unequal frames each start left 35 of 504 plans lower than the other), and the same begun a quarter into
-/// the schedule (its steady state laid out first, the warmup fitted around it after: 4 of those 504 plans
-/// lower, one of them from above issue 8's target to below); offline
-/// orders with whole chunks best-fit, each refined by a squeaky-wheel search; and frames under a height,
-/// backing up where one does not fit.
+/// @brief The layouts make_plan tries for the schedule rule, in order, until one reaches the live bound: by
+/// forward time with layers apart (equal frames reach the live bound); then, for unequal frames of a single
+/// schedule, frames lowest first at the live bound (exact within its effort, so it reaches the live bound on
+/// small schedules where the time sweeps miss it; beyond a few hundred frames it finds it rarely, and those
+/// give it up quickly); then the sweep (each frame beside the neighbour that dies nearest its own end,
+/// earlier choices revisited where one finds no room: the exchange of interleaved schedules), exact and with
+/// noisy restarts, where those run out of copies on a union with even shares of effort for its counts, and
+/// lowered by the squeaky wheel (frames a sweep gets stuck at are placed earlier the next time) from the
+/// exact sweep's layout and, apart, from the noisy sweeps' (the wheel is erratic: over the planner-quality
+/// corpus's unequal frames each start left 35 of 504 plans lower than the other), and the same begun a
+/// quarter into the schedule (its steady state laid out first, the warmup fitted around it after: 4 of those
+/// 504 plans lower, one of them from above issue 8's target to below); offline orders with whole chunks
+/// best-fit, each refined by a squeaky-wheel search; and frames under a height, backing up where one does not
+/// fit.
 inline constexpr packing layout_packings[] = {
     {packing_order::start, true, false, 0},
+    {packing_order::rising, true, false, 0, 200'000'000},
     {packing_order::sweep, true, false, 0, 60'000'000, 4},
     {packing_order::sweep, true, false, 6, 60'000'000, 4},
     {packing_order::sweep, true, false, 0, 60'000'000, 0},
@@ -132,7 +135,11 @@ inline constexpr packing layout_packings[] = {
     }
   }
   for (const packing& how : layout_packings) {
-    if ((how.order == packing_order::bounded || how.order == packing_order::sweep) && equal_frames) continue;
+    if ((how.order == packing_order::bounded || how.order == packing_order::sweep ||
+         how.order == packing_order::rising) && equal_frames) continue;
+    // Frames laid out lowest first at the live bound: a single schedule (a union's counts replay with an
+    // effort of their own kind).
+    if (how.order == packing_order::rising && p.schedules.size() > 1) continue;
     // The sweep with even shares for the counts of a union only where the others ran out of copies.
     if (how.order == packing_order::sweep && how.own_layout_share == 0 && packed[1].valid) continue;
     // The sweep begun in the steady state: a single schedule with no copy limit only (a union's counts
