@@ -199,15 +199,18 @@ class rising_search {
 inline constexpr std::size_t rising_frames_limit = 640;
 
 /// @return the offsets (as frames_of lists them) of a layout of `frames` at `floor` (the live bound)
-/// found lowest first within `effort`, in a few orders (largest first, by start, then seeded), each
-/// with an equal share of it; empty when none was found.
+/// found lowest first within `effort`, empty when none was found: largest first and by start with a
+/// quarter of the effort each, then 22 seeded orders sharing the other half. The search is
+/// heavy-tailed: long tries in the first two orders reach layouts of many frames, and many short ones
+/// reach more of the small schedules (on the planner-quality corpus's 168 M 24 plans of unequal frames,
+/// 30 reach the live bound so; 29 with six orders of a sixth each, 28 with 24 of a twenty-fourth).
 [[nodiscard]] inline std::vector<std::size_t> rising_layout(const std::vector<frame_interval>& frames, std::size_t floor,
                                                             std::size_t effort) {
-  constexpr unsigned orders = 6;
+  constexpr unsigned orders = 24;
   if (frames.empty() || frames.size() > rising_frames_limit) return {};
   rising_search search(frames);
   for (unsigned order = 0; order < orders; ++order) {
-    std::size_t share = effort / orders;
+    std::size_t share = order < 2 ? effort / 4 : effort / 2 / (orders - 2);
     std::vector<std::size_t> offsets = search.under(floor, order, share);
     if (!offsets.empty()) return offsets;
   }
