@@ -11,15 +11,16 @@
 
 #include "catch.hpp"
 #include "graphpool/plan/bounded_layout.hpp"
-#include "graphpool/plan/packed_maps.hpp"
 #include "graphpool/plan/planner.hpp"
 #include "graphpool/plan/rising_layout.hpp"
 #include "checked_plan.hpp"
 #include "frame_layouts.hpp"
+#include "packed_check.hpp"
 
 using namespace graphpool::plan;
 using graphpool::testing::check_layout;
 using graphpool::testing::checked_plan;
+using graphpool::testing::lowest_packed;
 using graphpool::testing::most_alive;
 using graphpool::testing::random_frames;
 using graphpool::testing::total_bytes;
@@ -111,12 +112,10 @@ TEST_CASE("the schedule rule plans a small interleaved schedule of unequal chunk
   p.overrides = {{1, 0, "cp1", 238 * MiB}};
   p.rule = slot_rule::schedule;
   const std::vector<std::vector<std::size_t>> frame_bytes = {{74 * MiB}, {238 * MiB}};
-  std::size_t others = static_cast<std::size_t>(-1);
-  for (const packing& how : layout_packings) {
-    if (how.order == packing_order::rising) continue;
-    const packed_maps packed = pack_maps(p.schedules, frame_bytes, 1000, how);
-    if (packed.valid) others = std::min(others, packed.footprint);
-  }
+  std::string problem;
+  const std::size_t others = lowest_packed(
+      p.schedules, frame_bytes, [](const packing& how) { return how.order != packing_order::rising; }, problem);
+  CHECK(problem.empty());
   for (int copies : {0, twice_modulo_copies}) {
     INFO("max_copies " << copies);
     p.max_copies = copies;
