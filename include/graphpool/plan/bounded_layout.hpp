@@ -148,26 +148,38 @@ class height_search {
 /// A schedule replayed over the copies laid out already, none added: depth first by forward time, each
 /// microbatch on a copy of its chunk that shares no bytes with the copies alive beside it (its
 /// `preferred` copies first, in order, when given per item; then lowest top first), backing up where
-/// none is free. Copy id per item of `items` (-1: a chunk of no bytes), or empty when no such replay
-/// was found within `effort` (copies and their overlaps visited), which it spends from.
+/// none is free. Items with a copy in `fixed` (per item, -1: to choose; empty: none fixed) keep it, and
+/// those beside them in time keep clear of it. Copy id per item of `items` (-1: a chunk of no bytes), or
+/// empty when no such replay was found within `effort` (copies and their overlaps visited), which it
+/// spends from.
 [[nodiscard]] inline std::vector<std::ptrdiff_t> replay_over(const copy_table& copies, const std::vector<lifetime>& items,
                                                              const std::vector<std::size_t>& chunk_bytes,
                                                              std::size_t& effort,
-                                                             const std::vector<std::vector<std::size_t>>& preferred = {}) {
-  std::vector<std::size_t> placed;  // items of chunks with bytes, by forward time
+                                                             const std::vector<std::vector<std::size_t>>& preferred = {},
+                                                             const std::vector<std::ptrdiff_t>& fixed = {}) {
+  std::vector<std::ptrdiff_t> copy_of = fixed.empty() ? std::vector<std::ptrdiff_t>(items.size(), -1) : fixed;
+  std::vector<std::size_t> placed;  // items of chunks with bytes left to choose, by forward time
+  std::vector<std::size_t> position(items.size(), static_cast<std::size_t>(-1));  // in `placed`
   for (std::size_t i = 0; i < items.size(); ++i) {
-    if (chunk_bytes[static_cast<std::size_t>(items[i].chunk)] > 0) placed.push_back(i);
+    if (chunk_bytes[static_cast<std::size_t>(items[i].chunk)] > 0 && copy_of[i] < 0) {
+      position[i] = placed.size();
+      placed.push_back(i);
+    }
   }
-  std::vector<std::vector<std::size_t>> beside(placed.size());  // earlier positions alive at each start
+  // Per position, the items alive beside it that are fixed or come before it.
+  std::vector<std::vector<std::size_t>> beside(placed.size());
   std::vector<std::size_t> alive;
-  for (std::size_t k = 0; k < placed.size(); ++k) {
-    const lifetime& item = items[placed[k]];
-    alive.erase(std::remove_if(alive.begin(), alive.end(), [&](std::size_t q) { return items[placed[q]].end <= item.start; }),
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (chunk_bytes[static_cast<std::size_t>(items[i].chunk)] == 0) continue;
+    const lifetime& item = items[i];
+    alive.erase(std::remove_if(alive.begin(), alive.end(), [&](std::size_t j) { return items[j].end <= item.start; }),
                 alive.end());
-    beside[k] = alive;
-    alive.push_back(k);
+    for (std::size_t j : alive) {
+      if (position[i] != static_cast<std::size_t>(-1)) beside[position[i]].push_back(j);
+      else if (position[j] != static_cast<std::size_t>(-1)) beside[position[j]].push_back(i);
+    }
+    alive.push_back(i);
   }
-  std::vector<std::ptrdiff_t> copy_of(items.size(), -1);
   std::vector<std::vector<std::size_t>> choices(placed.size());
   std::vector<std::size_t> next(placed.size(), 0);
   std::vector<char> blocked(copies.size(), 0);
@@ -177,8 +189,8 @@ class height_search {
     if (entering) {
       std::fill(blocked.begin(), blocked.end(), 0);
       std::size_t cost = 1;
-      for (std::size_t q : beside[k]) {
-        const std::vector<std::size_t>& shared = copies.overlapping(static_cast<std::size_t>(copy_of[placed[q]]));
+      for (std::size_t j : beside[k]) {
+        const std::vector<std::size_t>& shared = copies.overlapping(static_cast<std::size_t>(copy_of[j]));
         cost += shared.size();
         for (std::size_t other : shared) blocked[other] = 1;
       }

@@ -11,7 +11,8 @@
 /// - a frame that can no longer be raised by any frame left must not be left behind.
 /// The time sweeps (sweep_layout.hpp) place frames by time, each against its earlier neighbours; a frame
 /// resting on one that is born after it is outside their reach, not this search's. It is exact, so it
-/// suits small schedules (tens to a few hundred frames) and heights near the live bound.
+/// suits small schedules (tens to a few hundred frames) and heights near the live bound. Time may also be a
+/// ring (a periodic schedule's steady state, periodic_layout.hpp): the same holds there.
 /// Host-only: no CUDA header.
 
 #include <algorithm>
@@ -28,23 +29,37 @@ namespace graphpool::plan::detail {
 /// Depth-first search for a layout of `frames` under a height, lowest frame first.
 class rising_search {
  public:
-  explicit rising_search(const std::vector<frame_interval>& frames) : frames_(frames), by_start_(frames.size()) {
+  /// `ring` 0: frames on a line of time. Else time is a ring of `ring` events (a periodic schedule's
+  /// steady state folded onto one period): a frame lives from `start` mod ring for end - start events
+  /// (fewer than `ring`), and frames alive at one point of the ring may share no bytes.
+  explicit rising_search(const std::vector<frame_interval>& frames, std::size_t ring = 0)
+      : frames_(frames), by_start_(frames.size()) {
+    auto folded = [&](std::size_t t) { return ring == 0 ? t : t % ring; };
     for (std::size_t f = 0; f < frames.size(); ++f) by_start_[f] = f;
     std::sort(by_start_.begin(), by_start_.end(), [&](std::size_t a, std::size_t b) {
-      return frames[a].start != frames[b].start ? frames[a].start < frames[b].start : frames[a].end < frames[b].end;
+      const std::size_t start_a = folded(frames[a].start);
+      const std::size_t start_b = folded(frames[b].start);
+      return start_a != start_b ? start_a < start_b : frames[a].end - frames[a].start < frames[b].end - frames[b].start;
     });
     std::vector<std::size_t> times;
     for (const frame_interval& f : frames) {
-      times.push_back(f.start);
-      times.push_back(f.end);
+      times.push_back(folded(f.start));
+      times.push_back(folded(f.end));
     }
     std::sort(times.begin(), times.end());
     times.erase(std::unique(times.begin(), times.end()), times.end());
-    sections_ = times.empty() ? 0 : times.size() - 1;
+    // On a line the points bound sections between them; on a ring each point starts one, the last
+    // running round to the first.
+    sections_ = times.empty() ? 0 : ring == 0 ? times.size() - 1 : times.size();
     auto section = [&](std::size_t t) {
-      return static_cast<std::size_t>(std::lower_bound(times.begin(), times.end(), t) - times.begin());
+      return static_cast<std::size_t>(std::lower_bound(times.begin(), times.end(), folded(t)) - times.begin());
     };
-    for (std::size_t f : by_start_) spans_.emplace_back(section(frames[f].start), section(frames[f].end));
+    for (std::size_t f : by_start_) {
+      const std::size_t first = section(frames[f].start);
+      std::size_t last = section(frames[f].end);
+      if (last <= first && ring != 0) last += sections_;  // round the ring: sections past the end wrap
+      spans_.emplace_back(first, last);
+    }
     // A frame's twin: the one before it (by start) with the same lifetime and bytes. Twins are
     // interchangeable, so they are placed in order.
     twin_.assign(frames.size(), none);
@@ -90,9 +105,9 @@ class rising_search {
     need_.assign(sections_, 0);
     left_.assign(sections_, 0);
     for (std::size_t k = 0; k < n; ++k) {
-      for (std::size_t s = spans_[k].first; s < spans_[k].second; ++s) {
-        need_[s] += frames_[by_start_[k]].bytes;
-        ++left_[s];
+      for (std::size_t t = spans_[k].first; t < spans_[k].second; ++t) {
+        need_[wrap(t)] += frames_[by_start_[k]].bytes;
+        ++left_[wrap(t)];
       }
     }
     placed_.assign(n, false);
@@ -105,6 +120,9 @@ class rising_search {
 
  private:
   static constexpr std::size_t none = static_cast<std::size_t>(-1);
+
+  // A section of a span: on a ring, spans run past the last section round to the first.
+  [[nodiscard]] std::size_t wrap(std::size_t t) const { return t < sections_ ? t : t - sections_; }
 
   // Takes `cost` from the effort left, or all of it (and false) where less is left.
   bool spend(std::size_t cost) {
@@ -136,13 +154,15 @@ class rising_search {
       if (placed_[k]) continue;
       std::size_t level = 0;
       std::size_t others = 0;  // the most frames left at a point of its lifetime, itself included
-      for (std::size_t s = spans_[k].first; s < spans_[k].second; ++s) {
-        level = std::max(level, level_[s]);
-        others = std::max(others, left_[s]);
+      for (std::size_t t = spans_[k].first; t < spans_[k].second; ++t) {
+        level = std::max(level, level_[wrap(t)]);
+        others = std::max(others, left_[wrap(t)]);
       }
       rest[k] = level;
       if (level + frames_[by_start_[k]].bytes > height_) return false;
-      for (std::size_t s = spans_[k].first; s < spans_[k].second; ++s) lowest[s] = std::min(lowest[s], std::max(level, last));
+      for (std::size_t t = spans_[k].first; t < spans_[k].second; ++t) {
+        lowest[wrap(t)] = std::min(lowest[wrap(t)], std::max(level, last));
+      }
       const bool in_order = level > last || (level == last && (last_frame == none || rank_[k] > rank_[last_frame]));
       if (in_order && (twin_[k] == none || placed_[twin_[k]])) {
         next.push_back(k);
@@ -159,21 +179,21 @@ class rising_search {
     });
     for (std::size_t k : next) {
       const std::size_t bytes = frames_[by_start_[k]].bytes;
-      const std::vector<std::size_t> below(level_.begin() + static_cast<std::ptrdiff_t>(spans_[k].first),
-                                           level_.begin() + static_cast<std::ptrdiff_t>(spans_[k].second));
+      std::vector<std::size_t> below;
+      for (std::size_t t = spans_[k].first; t < spans_[k].second; ++t) below.push_back(level_[wrap(t)]);
       placed_[k] = true;
       at_[k] = rest[k];
-      for (std::size_t s = spans_[k].first; s < spans_[k].second; ++s) {
-        level_[s] = rest[k] + bytes;
-        need_[s] -= bytes;
-        --left_[s];
+      for (std::size_t t = spans_[k].first; t < spans_[k].second; ++t) {
+        level_[wrap(t)] = rest[k] + bytes;
+        need_[wrap(t)] -= bytes;
+        --left_[wrap(t)];
       }
       if (descend(left - 1, rest[k], k)) return true;
       placed_[k] = false;
-      for (std::size_t s = spans_[k].first; s < spans_[k].second; ++s) {
-        level_[s] = below[s - spans_[k].first];
-        need_[s] += bytes;
-        ++left_[s];
+      for (std::size_t t = spans_[k].first; t < spans_[k].second; ++t) {
+        level_[wrap(t)] = below[t - spans_[k].first];
+        need_[wrap(t)] += bytes;
+        ++left_[wrap(t)];
       }
       if (*effort_ == 0) return false;
     }
@@ -182,7 +202,7 @@ class rising_search {
 
   const std::vector<frame_interval>& frames_;
   std::vector<std::size_t> by_start_;                        // frames by start: the search's own numbering
-  std::vector<std::pair<std::size_t, std::size_t>> spans_;   // sections [first, second) each frame is alive in
+  std::vector<std::pair<std::size_t, std::size_t>> spans_;   // sections [first, second) each frame is alive in (wrap)
   std::vector<std::size_t> twin_;
   std::size_t sections_ = 0;
   std::size_t height_ = 0;
@@ -198,23 +218,29 @@ class rising_search {
 /// The most frames rising_anchor searches: beyond, its steps cost too much for what it finds.
 inline constexpr std::size_t rising_frames_limit = 640;
 
-/// @return the offsets (as frames_of lists them) of a layout of `frames` at `floor` (the live bound)
-/// found lowest first within `effort`, empty when none was found: largest first and by start with a
-/// quarter of the effort each, then 22 seeded orders sharing the other half. The search is
-/// heavy-tailed: long tries in the first two orders reach layouts of many frames, and many short ones
-/// reach more of the small schedules (on the planner-quality corpus's 168 M 24 plans of unequal frames,
-/// 30 reach the live bound so; 29 with six orders of a sixth each, 28 with 24 of a twenty-fourth).
-[[nodiscard]] inline std::vector<std::size_t> rising_layout(const std::vector<frame_interval>& frames, std::size_t floor,
+/// @return the offsets (as the search's frames are listed) of a layout under `height` found lowest first
+/// within `effort`, empty when none was found: largest first and by start with a quarter of the effort
+/// each, then 22 seeded orders sharing the other half. The search is heavy-tailed: long tries in the first
+/// two orders reach layouts of many frames, and many short ones reach more of the small schedules (on the
+/// planner-quality corpus's 168 M 24 plans of unequal frames, 30 reach the live bound so; 29 with six
+/// orders of a sixth each, 28 with 24 of a twenty-fourth).
+[[nodiscard]] inline std::vector<std::size_t> rising_layout(rising_search& search, std::size_t height,
                                                             std::size_t effort) {
   constexpr unsigned orders = 24;
-  if (frames.empty() || frames.size() > rising_frames_limit) return {};
-  rising_search search(frames);
   for (unsigned order = 0; order < orders; ++order) {
     std::size_t share = order < 2 ? effort / 4 : effort / 2 / (orders - 2);
-    std::vector<std::size_t> offsets = search.under(floor, order, share);
+    std::vector<std::size_t> offsets = search.under(height, order, share);
     if (!offsets.empty()) return offsets;
   }
   return {};
+}
+
+/// @return rising_layout of `frames` (on a line of time) at `floor`; empty beyond rising_frames_limit.
+[[nodiscard]] inline std::vector<std::size_t> rising_layout(const std::vector<frame_interval>& frames, std::size_t floor,
+                                                            std::size_t effort) {
+  if (frames.empty() || frames.size() > rising_frames_limit) return {};
+  rising_search search(frames);
+  return rising_layout(search, floor, effort);
 }
 
 /// The anchor schedule's frames laid out at `floor` by rising_layout, bound to copies of their own;
