@@ -36,10 +36,12 @@ constexpr std::size_t MiB = std::size_t{1} << 20;
 // one gets ten times that. Unequal layers are not the issue's target: their searches stop at their
 // effort bounds, and a plan without a copy limit holds hundreds of copies (they once took minutes) and
 // replays its counts twice where one laid out by itself rises above the anchor (as blocks, then as
-// frames where lower: 6.9 s on a 2-core machine, 2.7 s with blocks only).
+// frames where lower). That took 6.9 s on one 2-core machine and 16 s on another (the same code, a
+// slower machine: 2.7 s with blocks only on the first); the bound catches a search that runs away, not
+// a machine's speed.
 constexpr double issue_target_ms = 100.0;
 constexpr double machine_slack = 10.0;
-constexpr double unequal_layers_slack = 100.0;
+constexpr double unequal_layers_slack = 250.0;
 
 // PP 8, VPP 4, every M = 1..128 of one rank, 8 layers per chunk, 4 branches; with `unequal`, some layers
 // of some chunks save much more or less than the others (as the planner benchmark's heterogeneous sizes).

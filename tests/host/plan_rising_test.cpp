@@ -22,6 +22,7 @@ using graphpool::testing::check_layout;
 using graphpool::testing::checked_plan;
 using graphpool::testing::lowest_packed;
 using graphpool::testing::most_alive;
+using graphpool::testing::one_layer_chunks;
 using graphpool::testing::random_frames;
 using graphpool::testing::total_bytes;
 
@@ -105,12 +106,7 @@ TEST_CASE("the schedule rule plans a small interleaved schedule of unequal chunk
           "[plan][rising]") {
   // PP 8 rank 5, VPP 2, M 37, one layer per chunk of 74 and 238 MiB: every time sweep and greedy order
   // stays 3.5% above the live bound; the rising layout reaches it, within the default copies budget too.
-  problem p;
-  p.schedules = {schedule::interleaved(8, 5, 37, 2, 8)};
-  p.layers_per_chunk = {1};
-  p.branches = {{"cp1", 74 * MiB, 8 * MiB}};
-  p.overrides = {{1, 0, "cp1", 238 * MiB}};
-  p.rule = slot_rule::schedule;
+  problem p = one_layer_chunks(schedule::interleaved(8, 5, 37, 2, 8), {74 * MiB, 238 * MiB});
   const std::vector<std::vector<std::size_t>> frame_bytes = {{74 * MiB}, {238 * MiB}};
   std::string problem;
   const std::size_t others = lowest_packed(

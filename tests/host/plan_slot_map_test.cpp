@@ -136,6 +136,9 @@ TEST_CASE("every layout packing gives valid maps and layouts, at or above the li
         INFO("rank " << rank << " union " << union_of_counts << " order " << static_cast<int>(how.order) << " split "
                      << how.split_layers << " best fit " << how.best_fit);
         const packed_maps packed = pack_maps(schedules, frame_bytes, 1000, how);
+        // The periodic layout needs rings of whole periods, up to half the microbatches: M 12 of PP 4 VPP 4
+        // (a period of 4) holds none long enough (plan_periodic_test.cpp checks where it does).
+        if (how.order == packing_order::periodic && !packed.valid) continue;
         REQUIRE(packed.valid);
         CHECK(check_packed(schedules, frame_bytes, packed).empty());
         CHECK(packed.footprint >= live);
@@ -159,7 +162,7 @@ TEST_CASE("the height-bounded search packs unequal frames tighter than every gre
         schedules, frame_bytes,
         [](const packing& how) {
           return how.order != packing_order::bounded && how.order != packing_order::sweep &&
-                 how.order != packing_order::rising;
+                 how.order != packing_order::rising && how.order != packing_order::periodic;
         },
         problem);
     // The sweep's packings are checked too; plan_sweep_test.cpp compares them.

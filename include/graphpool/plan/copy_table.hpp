@@ -32,6 +32,7 @@ enum class packing_order {
   bounded,   ///< frames by forward time under a height, backing up where one does not fit (bounded_layout.hpp)
   sweep,     ///< frames by forward time under a height, beside neighbours that die with them (sweep_layout.hpp)
   rising,    ///< frames lowest first, each resting on those below it, at the live bound (rising_layout.hpp)
+  periodic,  ///< the steady state's frames lowest first on a ring of a few periods, repeated (periodic_layout.hpp)
 };
 
 /// @brief One way pack_maps lays copies out (dynamic storage allocation on the schedule's intervals).
@@ -42,7 +43,7 @@ struct packing {
   int search_steps = 0;      ///< squeaky-wheel steps (microbatches that set the footprint move earlier);
                              ///< sweep: noisy sweeps per height after the exact ones
   std::size_t search_effort = 0;  ///< bounded: frames the search may visit; sweep: neighbours it may look at;
-                                  ///< rising: sections it may look at
+                                  ///< rising: sections it may look at; periodic: the same, per height
   /// sweep, unions: a count with no replay over the copies, laid out by itself, may spend 1 / this of the
   /// effort left (the longest counts come first, and one held to less rises above the footprint); 0: an
   /// equal share with the counts after it, which holds the footprint less but opens fewer copies.
@@ -56,6 +57,8 @@ struct packing {
   /// sweep, unions: where counts laid out by themselves as blocks leave the union above the anchor, the
   /// counts are replayed again taking a count's frames (one by one) where lower (pack_maps)
   bool lower_own_frames = false;
+  /// A layout to beat (0: none): pack_maps gives up, invalid, once the anchor or a replay reaches it.
+  std::size_t below = 0;
 };
 
 namespace detail {
@@ -88,6 +91,7 @@ class copy_table {
       : frame_bytes_(&frame_bytes), by_chunk_(frame_bytes.size()) {}
 
   [[nodiscard]] std::size_t size() const noexcept { return chunk_.size(); }
+  [[nodiscard]] std::size_t chunks() const noexcept { return by_chunk_.size(); }
   [[nodiscard]] int chunk(std::size_t id) const noexcept { return chunk_[id]; }
   [[nodiscard]] int index(std::size_t id) const noexcept { return index_[id]; }
   [[nodiscard]] std::size_t top(std::size_t id) const noexcept { return top_[id]; }

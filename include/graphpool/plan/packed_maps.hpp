@@ -20,6 +20,7 @@
 #include "graphpool/plan/liveness.hpp"
 #include "graphpool/plan/lowest_sweep.hpp"
 #include "graphpool/plan/own_layout.hpp"
+#include "graphpool/plan/periodic_layout.hpp"
 #include "graphpool/plan/rising_layout.hpp"
 #include "graphpool/plan/schedule.hpp"
 #include "graphpool/plan/slot_map.hpp"
@@ -78,6 +79,7 @@ namespace graphpool::plan {
       case packing_order::bounded:
       case packing_order::sweep:
       case packing_order::rising:
+      case packing_order::periodic:
         break;
     }
     return items[a].start < items[b].start;
@@ -91,6 +93,8 @@ namespace graphpool::plan {
           ? detail::bounded_anchor(frame_bytes, items, live[anchor], budget, how.search_effort)
       : how.order == packing_order::rising
           ? detail::rising_anchor(frame_bytes, items, live[anchor], budget, how.search_effort)
+      : how.order == packing_order::periodic
+          ? detail::periodic_anchor(frame_bytes, chunk_bytes, items, live[anchor], budget, how.search_effort)
       : how.order == packing_order::sweep
           ? detail::sweep_anchor(frame_bytes, items, live[anchor], budget, how.search_effort, restarts, squeaky,
                                    hints.frames, how.begin_permille)
@@ -128,7 +132,8 @@ namespace graphpool::plan {
           candidate.copies.size() <= best.copies.size()) best = std::move(candidate);
     }
   }
-  if (!best.valid) {
+  const std::size_t give_up_at = how.below == 0 ? static_cast<std::size_t>(-1) : how.below;
+  if (!best.valid || best.footprint >= give_up_at) {
     result.valid = false;
     return result;
   }
@@ -184,6 +189,16 @@ namespace graphpool::plan {
           previous[c][m] = found[i];
         }
       };
+      if (how.order == packing_order::periodic) {
+        // Over the anchor's periodic copies: where a count lives within the anchor, as the anchor does.
+        std::size_t effort = how.search_effort / schedules.size();
+        const std::vector<std::ptrdiff_t> found =
+            detail::replay_periodic(copies, replayed, chunk_bytes, items, best.copy_of, effort);
+        if (!found.empty()) {
+          bind(found);
+          continue;
+        }
+      }
       const std::size_t share = replay_effort / (by_weight.size() - k);
       if (share > 0) {
         std::vector<std::vector<std::size_t>> preferred(replayed.size());
@@ -259,7 +274,7 @@ namespace graphpool::plan {
   };
   std::optional<replay_start> anchored;
   if (how.lower_own_frames) anchored = replay_start{copies, previous, hints, result.footprint};
-  const bool blocks_hold = replay_counts(false, static_cast<std::size_t>(-1));
+  const bool blocks_hold = replay_counts(false, give_up_at);
   if (anchored && (!blocks_hold || result.footprint > anchored->footprint)) {
     detail::copy_table blocks_copies = std::move(copies);
     std::vector<slot_map> blocks_maps = result.maps;
@@ -268,7 +283,7 @@ namespace graphpool::plan {
     previous = std::move(anchored->previous);
     hints = std::move(anchored->hints);
     result.footprint = anchored->footprint;
-    const bool frames_hold = replay_counts(true, blocks_hold ? blocks_footprint : static_cast<std::size_t>(-1));
+    const bool frames_hold = replay_counts(true, blocks_hold ? blocks_footprint : give_up_at);
     if (blocks_hold && !frames_hold) {
       copies = std::move(blocks_copies);
       result.maps = std::move(blocks_maps);

@@ -39,8 +39,9 @@ namespace graphpool::plan {
 /// corpus's unequal frames each start left 35 of 504 plans lower than the other), and the same begun a
 /// quarter into the schedule (its steady state laid out first, the warmup fitted around it after: 4 of those
 /// 504 plans lower, one of them from above issue 8's target to below); offline orders with whole chunks
-/// best-fit, each refined by a squeaky-wheel search; and frames under a height, backing up where one does not
-/// fit.
+/// best-fit, each refined by a squeaky-wheel search; the steady state laid out on a ring of a few periods and
+/// repeated (periodic_layout.hpp: kept only where lower than every layout before it, so it stops early
+/// elsewhere); and frames under a height, backing up where one does not fit.
 inline constexpr packing layout_packings[] = {
     {packing_order::start, true, false, 0},
     {packing_order::rising, true, false, 0, 200'000'000},
@@ -55,6 +56,7 @@ inline constexpr packing layout_packings[] = {
     {packing_order::lifetime, false, false, 40},
     {packing_order::size, true, true, 40},
     {packing_order::start, false, true, 40},
+    {packing_order::periodic, true, false, 0, 20'000'000},
     {packing_order::bounded, true, true, 0, 4'000'000},
 };
 
@@ -136,7 +138,7 @@ inline constexpr packing layout_packings[] = {
   }
   for (const packing& how : layout_packings) {
     if ((how.order == packing_order::bounded || how.order == packing_order::sweep ||
-         how.order == packing_order::rising) && equal_frames) continue;
+         how.order == packing_order::rising || how.order == packing_order::periodic) && equal_frames) continue;
     // Frames laid out lowest first at the live bound: a single schedule (a union's counts replay with an
     // effort of their own kind).
     if (how.order == packing_order::rising && p.schedules.size() > 1) continue;
@@ -151,6 +153,12 @@ inline constexpr packing layout_packings[] = {
     // version, frames first wherever lower, lowered none of the corpus's plans and left one higher).
     packing here = how;
     here.lower_own_frames = how.order == packing_order::sweep && p.max_copies == 0;
+    // The periodic layout is kept only where lower than every layout found: it stops once it is not.
+    if (how.order == packing_order::periodic) {
+      for (const packed_maps& found : packed) {
+        if (found.valid && (here.below == 0 || found.footprint < here.below)) here.below = found.footprint;
+      }
+    }
     packed_maps candidate = pack_maps(p.schedules, sizes.bytes, budget, here);
     packed_maps& kept = packed[how.order == packing_order::sweep ? 1 : 0];
     if (smaller(candidate, kept)) kept = std::move(candidate);
