@@ -63,7 +63,8 @@ TEST_CASE("a schedule's period is Megatron's group of microbatches, two events p
            {2, 0, 4, 2}, {4, 1, 2, 4}, {4, 3, 4, 4}, {8, 2, 4, 8}, {4, 0, 2, 6}}) {
     INFO("PP " << pp << " rank " << rank << " VPP " << vpp << " group " << group);
     const schedule s = schedule::interleaved(pp, rank, 64, vpp, group);
-    const detail::schedule_period period = detail::period_of(detail::lifetimes_of(s), std::vector<std::size_t>(vpp, MiB));
+    const detail::schedule_period period =
+        detail::period_of(detail::lifetimes_of(s), std::vector<std::size_t>(static_cast<std::size_t>(vpp), MiB));
     CHECK(period.microbatches == group);
     CHECK(period.events == static_cast<std::size_t>(2 * group * vpp));
   }
@@ -115,12 +116,18 @@ TEST_CASE("a periodic layout holds for every frame of the schedule, copies repea
     const schedule s = schedule::interleaved(4, rank, 32, 4, 4);
     const std::vector<detail::lifetime> items = detail::lifetimes_of(s);
     const std::size_t live = peak_live_bytes(s, unequal);
-    const std::vector<std::size_t> offsets = detail::periodic_layout(unequal, items, live, 20'000'000);
-    REQUIRE(offsets.size() == items.size());
+    const detail::anchor_layout anchor =
+        detail::periodic_anchor(unequal_frames, unequal, items, live, 1000, 20'000'000);
+    REQUIRE(anchor.valid);
+    std::vector<std::size_t> offsets;  // one layer per chunk: a copy's one offset
+    for (std::ptrdiff_t copy : anchor.copy_of) {
+      offsets.push_back(anchor.copies.offsets(static_cast<std::size_t>(copy)).front());
+    }
     const std::vector<detail::frame_interval> blocks = detail::blocks_of(unequal, items);
     const std::size_t top = detail::top_of(blocks, offsets);
     CHECK(check_layout(blocks, offsets, top).empty());
     CHECK(top >= live);
+    CHECK(anchor.footprint == top);
     // Microbatch m of a chunk sits where m + k x 4 does, for the ring's k periods (k x 4 at most 16).
     bool repeats = false;
     for (std::size_t ring = 4; ring <= 16 && !repeats; ring += 4) {
@@ -134,9 +141,6 @@ TEST_CASE("a periodic layout holds for every frame of the schedule, copies repea
       }
     }
     CHECK(repeats);
-    const detail::anchor_layout anchor = detail::periodic_anchor(unequal_frames, unequal, items, live, 1000, 20'000'000);
-    REQUIRE(anchor.valid);
-    CHECK(anchor.footprint == top);
   }
 }
 
