@@ -91,7 +91,6 @@ class copy_table {
       : frame_bytes_(&frame_bytes), by_chunk_(frame_bytes.size()) {}
 
   [[nodiscard]] std::size_t size() const noexcept { return chunk_.size(); }
-  [[nodiscard]] std::size_t chunks() const noexcept { return by_chunk_.size(); }
   [[nodiscard]] int chunk(std::size_t id) const noexcept { return chunk_[id]; }
   [[nodiscard]] int index(std::size_t id) const noexcept { return index_[id]; }
   [[nodiscard]] std::size_t top(std::size_t id) const noexcept { return top_[id]; }
