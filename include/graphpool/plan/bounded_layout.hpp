@@ -20,16 +20,36 @@
 namespace graphpool::plan::detail {
 
 /// Depth-first layout of `frames` (sorted by start) under a height, within `effort` frames visited in all.
+/// Frames with an offset in `fixed` (per frame, `unplaced`: to choose; empty: none fixed) keep it, and
+/// the frames beside them in time keep clear of it (fixed frames are taken to keep clear of each other):
+/// the search walks the frames to choose only, by start, or largest first where some are fixed (a few
+/// fitted among many: the largest have the fewest places, and fail soonest).
 class height_search {
  public:
-  height_search(const std::vector<frame_interval>& frames, std::size_t effort)
-      : frames_(frames), unit_(byte_unit(frames)), beside_(frames.size()), effort_(effort) {
-    // The frames alive when frame k starts: those before it that end after its start.
+  static constexpr std::size_t unplaced = static_cast<std::size_t>(-1);
+
+  height_search(const std::vector<frame_interval>& frames, std::size_t effort, std::vector<std::size_t> fixed = {})
+      : frames_(frames), unit_(byte_unit(frames)), beside_(frames.size()), fixed_(std::move(fixed)), effort_(effort) {
+    if (fixed_.empty()) fixed_.assign(frames.size(), unplaced);
+    // Beside frame k (one to choose): the frames that live with it, fixed or chosen before it.
+    for (std::size_t k = 0; k < frames.size(); ++k) {
+      if (fixed_[k] == unplaced) chosen_.push_back(k);
+    }
+    if (chosen_.size() < frames.size()) {
+      std::stable_sort(chosen_.begin(), chosen_.end(),
+                       [&](std::size_t a, std::size_t b) { return frames[a].bytes > frames[b].bytes; });
+    }
+    std::vector<std::size_t> rank(frames.size(), unplaced);  // in chosen_
+    for (std::size_t p = 0; p < chosen_.size(); ++p) rank[chosen_[p]] = p;
     std::vector<std::size_t> alive;
     for (std::size_t k = 0; k < frames.size(); ++k) {
       alive.erase(std::remove_if(alive.begin(), alive.end(), [&](std::size_t q) { return frames[q].end <= frames[k].start; }),
                   alive.end());
-      beside_[k] = alive;
+      for (std::size_t q : alive) {  // k and q live together: the one chosen later keeps clear of the other
+        if (rank[k] == unplaced && rank[q] == unplaced) continue;
+        const bool k_later = rank[q] == unplaced || (rank[k] != unplaced && rank[q] < rank[k]);
+        beside_[k_later ? k : q].push_back(k_later ? q : k);
+      }
       alive.push_back(k);
     }
   }
@@ -37,34 +57,39 @@ class height_search {
   /// @return offsets (per frame) of a layout under `height`, or empty when none was found with the effort left.
   [[nodiscard]] std::vector<std::size_t> under(std::size_t height, std::size_t effort) {
     height -= height % unit_;  // every offset a multiple of the frames' sizes' unit (byte_unit)
-    std::vector<std::size_t> offsets(frames_.size(), 0);
-    if (frames_.empty()) return offsets;
+    std::vector<std::size_t> offsets = fixed_;
+    for (std::size_t k = 0; k < frames_.size(); ++k) {
+      if (fixed_[k] != unplaced && fixed_[k] + frames_[k].bytes > height) return {};
+    }
+    if (chosen_.empty()) return offsets;
     const std::size_t granted = std::min(effort, effort_);
     std::size_t budget = granted;
-    // choices[k]: the candidate offsets of frame k (tightest gap first); next[k]: the one to try after.
-    std::vector<std::vector<std::size_t>> choices(frames_.size());
-    std::vector<std::size_t> next(frames_.size(), 0);
-    std::size_t k = 0;
+    // choices[p]: the candidate offsets of the p-th frame to choose (tightest gap first); next[p]: the
+    // one to try after.
+    std::vector<std::vector<std::size_t>> choices(chosen_.size());
+    std::vector<std::size_t> next(chosen_.size(), 0);
+    std::size_t p = 0;
     bool entering = true;
     while (true) {
+      const std::size_t k = chosen_[p];
       if (entering) {
         const std::size_t cost = beside_[k].size() + 1;
         if (cost > budget) break;
         budget -= cost;
-        choices[k] = candidates(k, offsets, height);
-        next[k] = 0;
+        choices[p] = candidates(k, offsets, height);
+        next[p] = 0;
       }
-      if (next[k] < choices[k].size()) {
-        offsets[k] = choices[k][next[k]++];
-        if (++k == frames_.size()) {
+      if (next[p] < choices[p].size()) {
+        offsets[k] = choices[p][next[p]++];
+        if (++p == chosen_.size()) {
           effort_ -= granted - budget;
           return offsets;
         }
         entering = true;
         continue;
       }
-      if (k == 0) break;  // every choice of the first frame failed: nothing fits under this height
-      --k;
+      if (p == 0) break;  // every choice of the first frame failed: nothing fits under this height
+      --p;
       entering = false;
     }
     effort_ -= granted - budget;
@@ -104,6 +129,8 @@ class height_search {
   const std::vector<frame_interval>& frames_;
   std::size_t unit_;  // byte_unit(frames_)
   std::vector<std::vector<std::size_t>> beside_;
+  std::vector<std::size_t> fixed_;   // per frame: its offset, or unplaced
+  std::vector<std::size_t> chosen_;  // the frames to choose, by start
   std::size_t effort_;
 };
 

@@ -172,6 +172,8 @@ namespace graphpool::plan {
     std::vector<int> blocked(copies.size(), 0);
     // Search effort for the replays: over the copies (bounded), or each schedule swept by itself (sweep).
     std::size_t replay_effort = how.search_effort;
+    std::size_t periodic_effort = how.search_effort;  // the periodic replays'
+    std::vector<detail::periodic_tail> tails;         // the counts' last microbatches, laid out afresh
     for (std::size_t k = 1; k < by_weight.size(); ++k) {
       if (result.footprint >= give_up_at) return false;
       const schedule& s = schedules[by_weight[k]];
@@ -191,10 +193,16 @@ namespace graphpool::plan {
       };
       if (how.order == packing_order::periodic) {
         // Over the anchor's periodic copies: where a count lives within the anchor, as the anchor does.
-        std::size_t effort = how.search_effort / schedules.size();
-        const std::vector<std::ptrdiff_t> found =
-            detail::replay_periodic(copies, replayed, chunk_bytes, items, best.copy_of, effort);
+        // The counts share the effort: each may spend an eighth of what is left (most need little).
+        std::size_t effort = periodic_effort / std::min<std::size_t>(8, by_weight.size() - k);
+        const std::size_t granted = effort;
+        const std::vector<std::ptrdiff_t> found = detail::replay_periodic(
+            copies, frame_bytes, replayed, chunk_bytes, items, best.copy_of, result.footprint, budget, tails, effort);
+        periodic_effort -= granted - effort;
         if (!found.empty()) {
+          for (std::ptrdiff_t id : found) {
+            if (id >= 0) result.footprint = std::max(result.footprint, copies.top(static_cast<std::size_t>(id)));
+          }
           bind(found);
           continue;
         }
