@@ -21,6 +21,7 @@
 #include "graphpool/plan/lowest_sweep.hpp"
 #include "graphpool/plan/own_layout.hpp"
 #include "graphpool/plan/periodic_layout.hpp"
+#include "graphpool/plan/periodic_replay.hpp"
 #include "graphpool/plan/rising_layout.hpp"
 #include "graphpool/plan/schedule.hpp"
 #include "graphpool/plan/slot_map.hpp"
@@ -172,8 +173,8 @@ namespace graphpool::plan {
     std::vector<int> blocked(copies.size(), 0);
     // Search effort for the replays: over the copies (bounded), or each schedule swept by itself (sweep).
     std::size_t replay_effort = how.search_effort;
-    std::size_t periodic_effort = how.search_effort;  // the periodic replays'
-    std::vector<detail::periodic_tail> tails;         // the counts' last microbatches, laid out afresh
+    std::size_t tail_effort = how.search_effort;  // periodic: the counts' tails laid out afresh
+    std::vector<detail::periodic_tail> tails;     // and those tails
     for (std::size_t k = 1; k < by_weight.size(); ++k) {
       if (result.footprint >= give_up_at) return false;
       const schedule& s = schedules[by_weight[k]];
@@ -193,16 +194,10 @@ namespace graphpool::plan {
       };
       if (how.order == packing_order::periodic) {
         // Over the anchor's periodic copies: where a count lives within the anchor, as the anchor does.
-        // The counts share the effort: each may spend an eighth of what is left (most need little).
-        std::size_t effort = periodic_effort / std::min<std::size_t>(8, by_weight.size() - k);
-        const std::size_t granted = effort;
-        const std::vector<std::ptrdiff_t> found = detail::replay_periodic(
-            copies, frame_bytes, replayed, chunk_bytes, items, best.copy_of, result.footprint, budget, tails, effort);
-        periodic_effort -= granted - effort;
+        std::size_t effort = how.search_effort / schedules.size();
+        const std::vector<std::ptrdiff_t> found =
+            detail::replay_periodic(copies, replayed, chunk_bytes, items, best.copy_of, effort);
         if (!found.empty()) {
-          for (std::ptrdiff_t id : found) {
-            if (id >= 0) result.footprint = std::max(result.footprint, copies.top(static_cast<std::size_t>(id)));
-          }
           bind(found);
           continue;
         }
@@ -222,6 +217,25 @@ namespace graphpool::plan {
         const std::vector<std::ptrdiff_t> found = detail::replay_over(copies, replayed, chunk_bytes, left, preferred);
         replay_effort -= share - left;
         if (!found.empty()) {
+          bind(found);
+          continue;
+        }
+      }
+      if (how.order == packing_order::periodic) {
+        // No replay over these copies: the count's last microbatches laid out afresh around the rest, at
+        // the footprint or a little above (periodic_replay.hpp). The counts share the effort: each may
+        // spend an eighth of what is left (most find a tail laid out before).
+        const std::size_t f = result.footprint;
+        std::size_t effort = tail_effort / std::min<std::size_t>(8, by_weight.size() - k);
+        const std::size_t granted = effort;
+        const std::vector<std::ptrdiff_t> found = detail::lay_out_tail(
+            copies, frame_bytes, replayed, chunk_bytes, items, best.copy_of, {f, f + f / 64, f + f / 32, f + f / 16},
+            budget, tails, effort);
+        tail_effort -= granted - effort;
+        if (!found.empty()) {
+          for (std::ptrdiff_t id : found) {
+            if (id >= 0) result.footprint = std::max(result.footprint, copies.top(static_cast<std::size_t>(id)));
+          }
           bind(found);
           continue;
         }

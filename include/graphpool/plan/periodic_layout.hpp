@@ -15,7 +15,6 @@
 
 #include <algorithm>
 #include <cstddef>
-#include <iterator>
 #include <vector>
 
 #include "graphpool/plan/bounded_layout.hpp"
@@ -158,121 +157,6 @@ inline constexpr std::size_t periodic_frames_limit = 160;
     if (high <= floor) break;
   }
   return lowest;
-}
-
-/// The last microbatches of a count of a union, laid out afresh around the anchor's copies (replay_periodic):
-/// offsets[chunk][microbatches from the end][layer]. The anchor's copies repeat with its ring, and counts
-/// a ring apart end alike, so a later count tries these first.
-struct periodic_tail {
-  int length = 0;  ///< microbatches from the end laid out afresh
-  std::vector<std::vector<std::vector<std::size_t>>> offsets;
-};
-
-/// A schedule replayed over copies laid out periodically for the anchor schedule (`anchor_items`, bound to
-/// `anchor_copy_of`): each microbatch that lives within the anchor's same microbatch takes its copy (the two
-/// schedules share their first events, and what lives together here lived together there, apart in bytes);
-/// the rest (a last group of fewer microbatches starts its forwards earlier) are replayed around them
-/// (replay_over). Else its last microbatches are laid out afresh under `height` around the others (as one of
-/// `tails` laid them out, or by height_search) and bound to copies, new ones where none sits there (at most
-/// `budget` of a chunk); what height_search laid out is added to `tails`. Copy id per item (-1: a chunk of no
-/// bytes), or empty where none was found within `effort`, which it spends from.
-[[nodiscard]] inline std::vector<std::ptrdiff_t> replay_periodic(copy_table& copies,
-                                                                 const std::vector<std::vector<std::size_t>>& frame_bytes,
-                                                                 const std::vector<lifetime>& items,
-                                                                 const std::vector<std::size_t>& chunk_bytes,
-                                                                 const std::vector<lifetime>& anchor_items,
-                                                                 const std::vector<std::ptrdiff_t>& anchor_copy_of,
-                                                                 std::size_t height, int budget,
-                                                                 std::vector<periodic_tail>& tails, std::size_t& effort) {
-  std::vector<std::vector<std::size_t>> anchor_at(chunk_bytes.size());
-  for (std::size_t i = 0; i < anchor_items.size(); ++i) {
-    std::vector<std::size_t>& row = anchor_at[static_cast<std::size_t>(anchor_items[i].chunk)];
-    const auto m = static_cast<std::size_t>(anchor_items[i].microbatch);
-    if (row.size() <= m) row.resize(m + 1, static_cast<std::size_t>(-1));
-    row[m] = i;
-  }
-  std::vector<std::ptrdiff_t> fixed(items.size(), -1);
-  int microbatches = 0;
-  int first_outside = -1;  // the first microbatch that lives outside the anchor's
-  for (std::size_t i = 0; i < items.size(); ++i) {
-    const std::vector<std::size_t>& row = anchor_at[static_cast<std::size_t>(items[i].chunk)];
-    const auto m = static_cast<std::size_t>(items[i].microbatch);
-    const std::size_t a = m < row.size() ? row[m] : static_cast<std::size_t>(-1);
-    const bool within = a != static_cast<std::size_t>(-1) && anchor_items[a].start <= items[i].start &&
-                        items[i].end <= anchor_items[a].end;
-    if (within) fixed[i] = anchor_copy_of[a];
-    microbatches = std::max(microbatches, items[i].microbatch + 1);
-    if (!within && chunk_bytes[static_cast<std::size_t>(items[i].chunk)] > 0) {
-      first_outside = first_outside < 0 ? items[i].microbatch : std::min(first_outside, items[i].microbatch);
-    }
-  }
-  std::vector<std::ptrdiff_t> found = replay_over(copies, items, chunk_bytes, effort, {}, fixed);
-  if (!found.empty() || first_outside < 0) return found;
-
-  // The frames' offsets with the microbatches from `from` on to lay out (unplaced) or as `tail` has them.
-  const std::vector<frame_interval> frames = frames_of(frame_bytes, items);
-  auto offsets_from = [&](int from, const periodic_tail* tail) {
-    std::vector<std::size_t> offsets;
-    for (std::size_t i = 0; i < items.size(); ++i) {
-      const auto c = static_cast<std::size_t>(items[i].chunk);
-      const std::vector<std::size_t>& layers = frame_bytes[c];
-      const auto from_end = static_cast<std::size_t>(microbatches - 1 - items[i].microbatch);
-      const std::vector<std::size_t>* laid =
-          tail != nullptr && items[i].microbatch >= from && c < tail->offsets.size() &&
-                  from_end < tail->offsets[c].size() ? &tail->offsets[c][from_end] : nullptr;
-      for (std::size_t l = 0; l < layers.size(); ++l) {
-        if (layers[l] == 0) continue;
-        if (items[i].microbatch >= from) {
-          if (tail != nullptr && (laid == nullptr || laid->size() <= l)) return std::vector<std::size_t>{};
-          offsets.push_back(tail != nullptr ? (*laid)[l] : height_search::unplaced);
-        } else if (fixed[i] >= 0) {
-          offsets.push_back(copies.offsets(static_cast<std::size_t>(fixed[i]))[l]);
-        } else {
-          return std::vector<std::size_t>{};  // lives outside the anchor's, before the tail
-        }
-      }
-    }
-    return offsets;
-  };
-  auto bound = [&](const std::vector<std::size_t>& offsets) {
-    return add_copies(copies, items, offsets, budget, found) ? found : std::vector<std::ptrdiff_t>{};
-  };
-  for (auto tail = tails.rbegin(); tail != tails.rend(); ++tail) {
-    const std::vector<std::size_t> offsets = offsets_from(microbatches - tail->length, &*tail);
-    if (!offsets.empty() && top_of(frames, offsets) <= height && layout_holds(frames, offsets)) return bound(offsets);
-  }
-  // Laid out afresh: every microbatch from the first that lives outside the anchor's on, then from one
-  // earlier, ... a period earlier (their frames have more room among the others'); under `height`, then a
-  // little higher (1/64, 1/32, 1/16 more).
-  const int widths = period_of(anchor_items, chunk_bytes).microbatches + 1;
-  const std::size_t heights[] = {height, height + height / 64, height + height / 32, height + height / 16};
-  const int attempts = static_cast<int>(std::size(heights)) * widths;
-  for (int attempt = 0; attempt < attempts && effort > 0; ++attempt) {
-    const int from = first_outside - attempt % widths;
-    height_search search(frames, effort, offsets_from(from, nullptr));
-    const std::vector<std::size_t> offsets =
-        search.under(heights[attempt / widths], effort / static_cast<std::size_t>(attempts - attempt));
-    effort = search.effort_left();
-    if (offsets.empty()) continue;
-    periodic_tail& tail = tails.emplace_back();
-    tail.length = microbatches - from;
-    tail.offsets.resize(chunk_bytes.size());
-    std::size_t f = 0;
-    for (const lifetime& item : items) {
-      const auto c = static_cast<std::size_t>(item.chunk);
-      std::vector<std::size_t> laid;
-      for (std::size_t bytes : frame_bytes[c]) {
-        laid.push_back(bytes == 0 ? 0 : offsets[f]);
-        f += bytes == 0 ? 0 : 1;
-      }
-      if (item.microbatch < from) continue;
-      const auto from_end = static_cast<std::size_t>(microbatches - 1 - item.microbatch);
-      if (tail.offsets[c].size() <= from_end) tail.offsets[c].resize(from_end + 1);
-      tail.offsets[c][from_end] = std::move(laid);
-    }
-    return bound(offsets);
-  }
-  return {};
 }
 
 /// The anchor schedule's frames laid out by periodic_layout (each chunk's layers back to back), bound to
