@@ -130,7 +130,7 @@ class height_search {
   std::size_t unit_;  // byte_unit(frames_)
   std::vector<std::vector<std::size_t>> beside_;
   std::vector<std::size_t> fixed_;   // per frame: its offset, or unplaced
-  std::vector<std::size_t> chosen_;  // the frames to choose, by start
+  std::vector<std::size_t> chosen_;  // the frames to choose, in the order the search walks them
   std::size_t effort_;
 };
 
