@@ -1,6 +1,7 @@
 // The periodic layout (periodic_layout.hpp): a schedule's period, the rising search on a ring of time,
-// ring layouts unrolled onto every frame of a schedule, replays of a union over periodic copies, and what
-// it buys the schedule slot rule on interleaved schedules of unequal chunks.
+// ring layouts unrolled onto every frame of a schedule, replays of a union over periodic copies and the
+// tails of its counts laid out afresh around them (periodic_replay.hpp, height_search with fixed frames),
+// and what it buys the schedule slot rule on interleaved schedules of unequal chunks.
 
 #include <algorithm>
 #include <array>

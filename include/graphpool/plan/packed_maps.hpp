@@ -35,11 +35,12 @@ namespace graphpool::plan {
 /// whose bytes are free then (the lowest), or laying out a new one (under `budget` copies per chunk) when
 /// that ends lower; a squeaky-wheel search then moves the microbatches that set the footprint earlier (or, by
 /// `how.order`, the bounded search, the sweep or the rising search lays its frames out). The other schedules
-/// replay over the same copies, most microbatches first, a new copy only where no free one exists; with the
-/// sweep, a schedule with no replay over them is laid out by itself from the choices of the one before it
-/// (its chunks as blocks; with `how.lower_own_frames`, where that leaves the union above the anchor, every
-/// count is replayed again taking its frames where lower, and the lower of the two that fits the budget is
-/// kept).
+/// replay over the same copies, most microbatches first, a new copy only where no free one exists (over a
+/// periodic layout, a count with no replay over them has its last microbatches laid out afresh around the
+/// rest: periodic_replay.hpp); with the sweep, a schedule with no replay over them is laid out by itself
+/// from the choices of the one before it (its chunks as blocks; with `how.lower_own_frames`, where that
+/// leaves the union above the anchor, every count is replayed again taking its frames where lower, and the
+/// lower of the two that fits the budget is kept).
 /// `frame_bytes` is [chunk][layer].
 [[nodiscard]] inline packed_maps pack_maps(const std::vector<schedule>& schedules,
                                            const std::vector<std::vector<std::size_t>>& frame_bytes, int budget,

@@ -41,7 +41,8 @@ namespace graphpool::plan {
 /// 504 plans lower, one of them from above issue 8's target to below); offline orders with whole chunks
 /// best-fit, each refined by a squeaky-wheel search; the steady state laid out on a ring of a few periods and
 /// repeated (periodic_layout.hpp: kept only where lower than every layout before it, so it stops early
-/// elsewhere); and frames under a height, backing up where one does not fit.
+/// elsewhere; a union's counts with a short last group have that tail laid out afresh, periodic_replay.hpp);
+/// and frames under a height, backing up where one does not fit.
 inline constexpr packing layout_packings[] = {
     {packing_order::start, true, false, 0},
     {packing_order::rising, true, false, 0, 200'000'000},
