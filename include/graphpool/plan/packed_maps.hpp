@@ -176,6 +176,8 @@ namespace graphpool::plan {
     std::size_t replay_effort = how.search_effort;
     std::size_t tail_effort = how.search_effort;  // periodic: the counts' tails laid out afresh
     std::vector<detail::periodic_tail> tails;     // and those tails
+    const int anchor_period =  // periodic: the anchor's group of microbatches
+        how.order == packing_order::periodic ? detail::period_of(items, chunk_bytes).microbatches : 0;
     for (std::size_t k = 1; k < by_weight.size(); ++k) {
       if (result.footprint >= give_up_at) return false;
       const schedule& s = schedules[by_weight[k]];
@@ -193,11 +195,14 @@ namespace graphpool::plan {
           previous[c][m] = found[i];
         }
       };
+      // Over the anchor's periodic copies: where a count lives within the anchor, as the anchor does
+      // (periodic_replay.hpp); the rest replayed around those.
+      const std::vector<std::ptrdiff_t> kept = how.order == packing_order::periodic
+                                                   ? detail::within_anchor(replayed, chunk_bytes, items, best.copy_of)
+                                                   : std::vector<std::ptrdiff_t>{};
       if (how.order == packing_order::periodic) {
-        // Over the anchor's periodic copies: where a count lives within the anchor, as the anchor does.
         std::size_t effort = how.search_effort / schedules.size();
-        const std::vector<std::ptrdiff_t> found =
-            detail::replay_periodic(copies, replayed, chunk_bytes, items, best.copy_of, effort);
+        const std::vector<std::ptrdiff_t> found = detail::replay_over(copies, replayed, chunk_bytes, effort, {}, kept);
         if (!found.empty()) {
           bind(found);
           continue;
@@ -229,9 +234,9 @@ namespace graphpool::plan {
         const std::size_t f = result.footprint;
         std::size_t effort = tail_effort / std::min<std::size_t>(8, by_weight.size() - k);
         const std::size_t granted = effort;
-        const std::vector<std::ptrdiff_t> found = detail::lay_out_tail(
-            copies, frame_bytes, replayed, chunk_bytes, items, best.copy_of, {f, f + f / 64, f + f / 32, f + f / 16},
-            budget, tails, effort);
+        const std::vector<std::ptrdiff_t> found =
+            detail::lay_out_tail(copies, frame_bytes, replayed, chunk_bytes, kept, anchor_period,
+                                 {f, f + f / 64, f + f / 32, f + f / 16}, budget, tails, effort);
         tail_effort -= granted - effort;
         if (!found.empty()) {
           for (std::ptrdiff_t id : found) {

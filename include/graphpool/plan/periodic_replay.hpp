@@ -13,7 +13,6 @@
 
 #include <algorithm>
 #include <cstddef>
-#include <iterator>
 #include <vector>
 
 #include "graphpool/plan/bounded_layout.hpp"
@@ -24,7 +23,8 @@
 namespace graphpool::plan::detail {
 
 /// @return per item of `items` (one count), the anchor's copy of the same microbatch where the item lives
-/// within it, else -1 (and -1 for a chunk of no bytes).
+/// within it, else -1 (and -1 for a chunk of no bytes): the copies a replay over the anchor's periodic
+/// copies keeps (replay_over's `fixed`), the rest replayed around them.
 [[nodiscard]] inline std::vector<std::ptrdiff_t> within_anchor(const std::vector<lifetime>& items,
                                                                const std::vector<std::size_t>& chunk_bytes,
                                                                const std::vector<lifetime>& anchor_items,
@@ -48,20 +48,6 @@ namespace graphpool::plan::detail {
   return fixed;
 }
 
-/// A schedule replayed over copies laid out periodically for the anchor schedule (`anchor_items`, bound to
-/// `anchor_copy_of`), none added: each microbatch that lives within the anchor's same microbatch takes its
-/// copy; the rest are replayed around them (replay_over). Copy id per item (-1: a chunk of no bytes), or
-/// empty where no such replay was found within `effort`, which it spends from.
-[[nodiscard]] inline std::vector<std::ptrdiff_t> replay_periodic(const copy_table& copies,
-                                                                 const std::vector<lifetime>& items,
-                                                                 const std::vector<std::size_t>& chunk_bytes,
-                                                                 const std::vector<lifetime>& anchor_items,
-                                                                 const std::vector<std::ptrdiff_t>& anchor_copy_of,
-                                                                 std::size_t& effort) {
-  return replay_over(copies, items, chunk_bytes, effort, {},
-                     within_anchor(items, chunk_bytes, anchor_items, anchor_copy_of));
-}
-
 /// The last microbatches of a count of a union as lay_out_tail laid them out:
 /// offsets[chunk][microbatches from the end][layer].
 struct periodic_tail {
@@ -70,27 +56,26 @@ struct periodic_tail {
 };
 
 /// A count of a union (`items`) that found no replay over the anchor's periodic copies, its last
-/// microbatches laid out afresh around the others, which keep the anchor's copies (within_anchor): as one
-/// of `tails` laid them out, else by height_search, from the first microbatch that lives outside the
-/// anchor's on, then from one earlier, ... a period earlier (their frames have more room among the
-/// others'); under each of `heights` in turn (rising). The frames are then bound to copies, new ones where
-/// none sits there (at most `budget` of a chunk); what height_search laid out is added to `tails`.
+/// microbatches laid out afresh around the others, which keep the copies `kept` gives them (within_anchor):
+/// as one of `tails` laid them out, else by height_search, from the first microbatch that lives outside the
+/// anchor's on, then from one earlier, ... `period` (the anchor's group, period_of) earlier (their frames
+/// have more room among the others'); under each of `heights` in turn (rising). The frames are then bound
+/// to copies, new ones where none sits there (at most `budget` of a chunk); what height_search laid out is
+/// added to `tails`.
 /// Copy id per item (-1: a chunk of no bytes), or empty where none was found within `effort`, which it
 /// spends from.
 [[nodiscard]] inline std::vector<std::ptrdiff_t> lay_out_tail(copy_table& copies,
                                                               const std::vector<std::vector<std::size_t>>& frame_bytes,
                                                               const std::vector<lifetime>& items,
                                                               const std::vector<std::size_t>& chunk_bytes,
-                                                              const std::vector<lifetime>& anchor_items,
-                                                              const std::vector<std::ptrdiff_t>& anchor_copy_of,
+                                                              const std::vector<std::ptrdiff_t>& kept, int period,
                                                               const std::vector<std::size_t>& heights, int budget,
                                                               std::vector<periodic_tail>& tails, std::size_t& effort) {
-  const std::vector<std::ptrdiff_t> fixed = within_anchor(items, chunk_bytes, anchor_items, anchor_copy_of);
   int microbatches = 0;
   int first_outside = -1;  // the first microbatch that lives outside the anchor's
   for (std::size_t i = 0; i < items.size(); ++i) {
     microbatches = std::max(microbatches, items[i].microbatch + 1);
-    if (fixed[i] < 0 && chunk_bytes[static_cast<std::size_t>(items[i].chunk)] > 0) {
+    if (kept[i] < 0 && chunk_bytes[static_cast<std::size_t>(items[i].chunk)] > 0) {
       first_outside = first_outside < 0 ? items[i].microbatch : std::min(first_outside, items[i].microbatch);
     }
   }
@@ -114,8 +99,8 @@ struct periodic_tail {
           offsets.push_back(height_search::unplaced);
         } else if (afresh && laid != nullptr && l < laid->size()) {
           offsets.push_back((*laid)[l]);
-        } else if (!afresh && fixed[i] >= 0) {
-          offsets.push_back(copies.offsets(static_cast<std::size_t>(fixed[i]))[l]);
+        } else if (!afresh && kept[i] >= 0) {
+          offsets.push_back(copies.offsets(static_cast<std::size_t>(kept[i]))[l]);
         } else {
           return std::vector<std::size_t>{};  // the tail has no such frame, or one lives outside before it
         }
@@ -127,7 +112,7 @@ struct periodic_tail {
   auto bound = [&](const std::vector<std::size_t>& offsets) {
     return add_copies(copies, items, offsets, budget, found) ? found : std::vector<std::ptrdiff_t>{};
   };
-  const int widths = period_of(anchor_items, chunk_bytes).microbatches + 1;
+  const int widths = period + 1;
   const int attempts = static_cast<int>(heights.size()) * widths;
   for (int attempt = 0; attempt < attempts; ++attempt) {
     const std::size_t height = heights[static_cast<std::size_t>(attempt / widths)];
