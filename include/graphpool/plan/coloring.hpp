@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <numeric>
 #include <vector>
 
@@ -41,30 +42,73 @@ struct coloring {
   const std::size_t n = graph.size();
   constexpr std::size_t none = static_cast<std::size_t>(-1);
   std::vector<std::size_t> colors(n, none);
-  std::vector<std::vector<bool>> neighbor_colors(n);
+  // Per vertex, its neighbors' colors as bits: `stride` words each, doubled as colors outgrow them.
+  std::size_t stride = 1;
+  std::vector<std::uint64_t> neighbor_colors(n * stride, 0);
   std::vector<std::size_t> saturation(n, 0);
   std::vector<std::size_t> uncolored_degree(n);
   for (std::size_t v = 0; v < n; ++v) uncolored_degree[v] = graph.degree(v);
+  std::vector<std::uint64_t> uncolored(graph.words(), 0);  // as bits
+  for (std::size_t v = 0; v < n; ++v) uncolored[v / 64] |= std::uint64_t{1} << (v % 64);
+  // The uncolored vertices by saturation: the next one is in the fullest bucket.
+  std::vector<std::vector<std::size_t>> by_saturation(1, std::vector<std::size_t>(n));
+  std::vector<std::size_t> position(n);  // in its bucket
+  std::iota(by_saturation[0].begin(), by_saturation[0].end(), std::size_t{0});
+  std::iota(position.begin(), position.end(), std::size_t{0});
+  auto take_out = [&](std::size_t v) {
+    std::vector<std::size_t>& bucket = by_saturation[saturation[v]];
+    const std::size_t last = bucket.back();
+    bucket[position[v]] = last;
+    position[last] = position[v];
+    bucket.pop_back();
+  };
+  std::size_t fullest = 0;
   for (std::size_t step = 0; step < n; ++step) {
+    while (by_saturation[fullest].empty()) --fullest;
     std::size_t pick = none;
-    for (std::size_t v = 0; v < n; ++v) {
-      if (colors[v] != none) continue;
-      if (pick == none || saturation[v] > saturation[pick] ||
-          (saturation[v] == saturation[pick] && uncolored_degree[v] > uncolored_degree[pick])) {
+    for (std::size_t v : by_saturation[fullest]) {
+      if (pick == none || uncolored_degree[v] > uncolored_degree[pick] ||
+          (uncolored_degree[v] == uncolored_degree[pick] && v < pick)) {
         pick = v;
       }
     }
-    std::size_t color = 0;
-    while (color < neighbor_colors[pick].size() && neighbor_colors[pick][color]) ++color;
-    colors[pick] = color;
-    graph.for_each_neighbor(pick, [&](std::size_t u) {
-      --uncolored_degree[u];
-      if (neighbor_colors[u].size() <= color) neighbor_colors[u].resize(color + 1, false);
-      if (!neighbor_colors[u][color]) {
-        neighbor_colors[u][color] = true;
-        ++saturation[u];
+    take_out(pick);
+    uncolored[pick / 64] &= ~(std::uint64_t{1} << (pick % 64));
+    std::size_t color = stride * 64;  // the lowest color no neighbor has
+    for (std::size_t w = 0; w < stride; ++w) {
+      const std::uint64_t free = ~neighbor_colors[pick * stride + w];
+      if (free != 0) {
+        color = w * 64 + static_cast<std::size_t>(__builtin_ctzll(free));
+        break;
       }
-    });
+    }
+    colors[pick] = color;
+    if (color / 64 >= stride) {  // more colors than the bits hold: twice the words per vertex
+      std::vector<std::uint64_t> wider(n * stride * 2, 0);
+      for (std::size_t v = 0; v < n; ++v) {
+        std::copy_n(neighbor_colors.begin() + static_cast<std::ptrdiff_t>(v * stride), stride,
+                    wider.begin() + static_cast<std::ptrdiff_t>(v * stride * 2));
+      }
+      neighbor_colors = std::move(wider);
+      stride *= 2;
+    }
+    const std::uint64_t bit = std::uint64_t{1} << (color % 64);
+    const std::uint64_t* row = graph.row(pick);
+    for (std::size_t w = 0; w < uncolored.size(); ++w) {  // the uncolored neighbors
+      for (std::uint64_t bits = row[w] & uncolored[w]; bits != 0; bits &= bits - 1) {
+        const std::size_t u = w * 64 + static_cast<std::size_t>(__builtin_ctzll(bits));
+        --uncolored_degree[u];
+        std::uint64_t& word = neighbor_colors[u * stride + color / 64];
+        if ((word & bit) != 0) continue;
+        word |= bit;
+        take_out(u);
+        ++saturation[u];
+        if (saturation[u] >= by_saturation.size()) by_saturation.emplace_back();
+        position[u] = by_saturation[saturation[u]].size();
+        by_saturation[saturation[u]].push_back(u);
+        fullest = std::max(fullest, saturation[u]);
+      }
+    }
   }
   return make_coloring(std::move(colors), weights);
 }
@@ -74,16 +118,14 @@ struct coloring {
                                         const std::vector<std::size_t>& order) {
   constexpr std::size_t none = static_cast<std::size_t>(-1);
   std::vector<std::size_t> colors(graph.size(), none);
-  std::vector<bool> taken;
+  // taken_by[c] == v + 1: a neighbor of v has color c (no color exceeds the vertices before it).
+  std::vector<std::size_t> taken_by(graph.size() + 1, 0);
   for (std::size_t v : order) {
-    taken.assign(taken.size(), false);
     graph.for_each_neighbor(v, [&](std::size_t u) {
-      if (colors[u] == none) return;
-      if (taken.size() <= colors[u]) taken.resize(colors[u] + 1, false);
-      taken[colors[u]] = true;
+      if (colors[u] != none) taken_by[colors[u]] = v + 1;
     });
     std::size_t color = 0;
-    while (color < taken.size() && taken[color]) ++color;
+    while (taken_by[color] == v + 1) ++color;
     colors[v] = color;
   }
   return make_coloring(std::move(colors), weights);

@@ -67,6 +67,34 @@ class conflict_graph {
     return result;
   }
 
+  /// @return the graph whose vertex i stands for vertex group_of[i] of this one: two of its vertices
+  /// conflict exactly when they stand for the same vertex or for two that conflict (the frames of
+  /// (chunk, copy) groups, from the groups' conflicts).
+  [[nodiscard]] conflict_graph expanded(const std::vector<std::size_t>& group_of) const {
+    conflict_graph result(group_of.size());
+    const std::size_t words = result.words_;
+    std::vector<std::uint64_t> members(size_ * words, 0);  // per vertex of this graph: the result's that stand for it
+    for (std::size_t i = 0; i < group_of.size(); ++i) members[group_of[i] * words + i / 64] |= std::uint64_t{1} << (i % 64);
+    std::vector<std::uint64_t> beside(words);
+    for (std::size_t g = 0; g < size_; ++g) {
+      const std::uint64_t* own = members.data() + g * words;
+      std::copy(own, own + words, beside.begin());
+      for_each_neighbor(g, [&](std::size_t h) {
+        const std::uint64_t* other = members.data() + h * words;
+        for (std::size_t w = 0; w < words; ++w) beside[w] |= other[w];
+      });
+      for (std::size_t w = 0; w < words; ++w) {
+        for (std::uint64_t bits = own[w]; bits != 0; bits &= bits - 1) {
+          const std::size_t i = w * 64 + static_cast<std::size_t>(__builtin_ctzll(bits));
+          std::uint64_t* row = result.rows_.data() + i * words;
+          std::copy(beside.begin(), beside.end(), row);
+          row[i / 64] &= ~(std::uint64_t{1} << (i % 64));  // a vertex never conflicts with itself
+        }
+      }
+    }
+    return result;
+  }
+
   /// @brief Calls `visit(b)` for every b that conflicts with `a`, ascending.
   template <class Visit>
   void for_each_neighbor(std::size_t a, Visit&& visit) const {

@@ -194,18 +194,22 @@ struct lifetime {
 };
 
 [[nodiscard]] inline std::vector<lifetime> lifetimes_of(const schedule& s) {
+  constexpr std::size_t none = static_cast<std::size_t>(-1);
   std::vector<lifetime> result;
-  std::vector<std::vector<std::size_t>> open(static_cast<std::size_t>(s.chunks()));
+  const auto microbatches = static_cast<std::size_t>(s.microbatches());
+  // Per chunk and microbatch (each forwards once): its lifetime, until its backward ends it.
+  std::vector<std::size_t> open(static_cast<std::size_t>(s.chunks()) * microbatches, none);
   const std::vector<event>& events = s.events();
+  result.reserve(events.size() / 2);
   for (std::size_t i = 0; i < events.size(); ++i) {
     const event& e = events[i];
+    std::size_t& pending = open[static_cast<std::size_t>(e.chunk) * microbatches + static_cast<std::size_t>(e.microbatch)];
     if (e.kind == phase::forward) {
-      open[static_cast<std::size_t>(e.chunk)].push_back(result.size());
+      pending = result.size();
       result.push_back({e.chunk, e.microbatch, i, events.size()});
-    } else {
-      for (std::size_t k : open[static_cast<std::size_t>(e.chunk)]) {
-        if (result[k].microbatch == e.microbatch && result[k].end == events.size()) result[k].end = i;
-      }
+    } else if (pending != none) {
+      result[pending].end = i;
+      pending = none;
     }
   }
   return result;

@@ -137,15 +137,9 @@ inline constexpr search_effort given_effort{0, 0, false};
 /// @return the conflicts between `frames` (vertex i is frames[i]): frames of one (chunk, slot) always
 /// conflict; frames of two (chunk, slot) groups when `live` says the groups do.
 [[nodiscard]] inline conflict_graph frame_conflicts(const liveness& live, const std::vector<planned_frame>& frames) {
-  conflict_graph graph(frames.size());
-  for (std::size_t a = 0; a < frames.size(); ++a) {
-    const std::size_t ga = live.group(frames[a].chunk, frames[a].slot);
-    for (std::size_t b = a + 1; b < frames.size(); ++b) {
-      const std::size_t gb = live.group(frames[b].chunk, frames[b].slot);
-      if (ga == gb || live.saved.conflicts(ga, gb)) graph.add_conflict(a, b);
-    }
-  }
-  return graph;
+  std::vector<std::size_t> group_of(frames.size());
+  for (std::size_t f = 0; f < frames.size(); ++f) group_of[f] = live.group(frames[f].chunk, frames[f].slot);
+  return live.saved.expanded(group_of);
 }
 
 }  // namespace graphpool::plan

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -109,6 +110,10 @@ struct liveness {
   result.saved = conflict_graph(groups);
   result.grads = conflict_graph(groups);
   result.alive_events.assign(groups, 0);
+  // Per group, the groups alive at any of its forwards (bits, a row per group): recorded as conflicts
+  // once at the end, as the schedules repeat the same pairs many times over.
+  const std::size_t words = result.saved.words();
+  std::vector<std::uint64_t> born_beside(groups * words, 0);
 
   for (std::size_t k = 0; k < schedules.size(); ++k) {
     const schedule& s = schedules[k];
@@ -120,7 +125,7 @@ struct liveness {
     }
     std::vector<int> holder(groups, -1);       // microbatch alive in each group, -1 when free
     std::vector<std::size_t> since(groups, 0);  // event index of that microbatch's forward
-    std::vector<std::size_t> alive;             // groups alive now
+    std::vector<std::uint64_t> alive(words, 0);  // groups alive now, as bits
     std::size_t previous_backward = groups;     // group of the last backward, none yet
     const std::vector<event>& events = s.events();
     for (std::size_t i = 0; i < events.size(); ++i) {
@@ -143,16 +148,23 @@ struct liveness {
                                     std::to_string(count_slots(schedules)) + " slots"
                               : std::string(": the slot map is invalid for this schedule")));
         }
-        for (std::size_t other : alive) result.saved.add_conflict(g, other);
+        for (std::size_t w = 0; w < words; ++w) born_beside[g * words + w] |= alive[w];
         holder[g] = e.microbatch;
         since[g] = i;
-        alive.push_back(g);
+        alive[g / 64] |= std::uint64_t{1} << (g % 64);
       } else {
         holder[g] = -1;
         result.alive_events[g] += i - since[g] + 1;
-        alive.erase(std::find(alive.begin(), alive.end(), g));
+        alive[g / 64] &= ~(std::uint64_t{1} << (g % 64));
         if (previous_backward != groups) result.grads.add_conflict(g, previous_backward);
         previous_backward = g;
+      }
+    }
+  }
+  for (std::size_t g = 0; g < groups; ++g) {
+    for (std::size_t w = 0; w < words; ++w) {
+      for (std::uint64_t bits = born_beside[g * words + w]; bits != 0; bits &= bits - 1) {
+        result.saved.add_conflict(g, w * 64 + static_cast<std::size_t>(__builtin_ctzll(bits)));
       }
     }
   }

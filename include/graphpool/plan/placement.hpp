@@ -33,19 +33,21 @@ enum class fit {
                                               const std::vector<std::size_t>& order, fit rule) {
   placement result;
   result.offsets.assign(graph.size(), 0);
-  std::vector<bool> placed(graph.size(), false);
-  std::vector<std::pair<std::size_t, std::size_t>> taken;  // [start, end) of placed neighbors
+  // The placed vertices of any bytes by [offset, end): a vertex's placed neighbors are those of them it
+  // conflicts with, already in order.
+  std::vector<std::size_t> by_offset;
+  auto lower = [&](std::size_t u, const std::pair<std::size_t, std::size_t>& at) {
+    return std::make_pair(result.offsets[u], result.offsets[u] + weights[u]) < at;
+  };
   for (std::size_t v : order) {
     const std::size_t need = weights[v];
-    taken.clear();
-    graph.for_each_neighbor(v, [&](std::size_t u) {
-      if (placed[u] && weights[u] > 0) taken.emplace_back(result.offsets[u], result.offsets[u] + weights[u]);
-    });
-    std::sort(taken.begin(), taken.end());
     std::size_t cursor = 0;
     std::size_t chosen = static_cast<std::size_t>(-1);
     std::size_t chosen_gap = static_cast<std::size_t>(-1);
-    for (const auto& [start, end] : taken) {
+    for (std::size_t u : by_offset) {
+      if (!graph.conflicts(v, u)) continue;
+      const std::size_t start = result.offsets[u];
+      const std::size_t end = start + weights[u];
       if (start >= cursor + need && need > 0) {
         const std::size_t gap = start - cursor;
         if (rule == fit::first) {
@@ -61,7 +63,10 @@ enum class fit {
     }
     if (chosen == static_cast<std::size_t>(-1)) chosen = need == 0 ? 0 : cursor;
     result.offsets[v] = chosen;
-    placed[v] = true;
+    if (need > 0) {
+      by_offset.insert(std::lower_bound(by_offset.begin(), by_offset.end(), std::make_pair(chosen, chosen + need), lower),
+                       v);
+    }
     result.footprint = std::max(result.footprint, chosen + need);
   }
   return result;

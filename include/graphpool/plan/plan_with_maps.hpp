@@ -2,7 +2,8 @@
 /// @file plan_with_maps.hpp
 /// @brief One plan for given slot maps: liveness of the (chunk, copy) groups, the bounds, the coloring,
 /// the offsets (a given layout, whole groups or frames one by one, whichever is smallest) and the
-/// returned gradients; and the same maps with copies split by backward parity. Host-only: no CUDA header.
+/// returned gradients (placed only when asked: between candidates they count only at equal saved bytes);
+/// and the same maps with copies split by backward parity. Host-only: no CUDA header.
 
 #include <algorithm>
 #include <cstddef>
@@ -22,13 +23,34 @@
 
 namespace graphpool::plan::detail {
 
-/// The plan of `p` once microbatches are bound to `slots` copies per chunk by `maps`; `layout`
-/// (offsets[chunk][copy][layer], may be empty) is a placement the maps were built with, kept in
-/// offsets mode when it is valid and smaller than what the placement search finds.
-[[nodiscard]] inline plan plan_with_maps(const problem& p, assignment mode, const frame_sizes& sizes,
-                                         std::vector<slot_map> maps, int slots, bool modulo,
-                                         const search_effort& effort,
-                                         const std::vector<std::vector<std::vector<std::size_t>>>& layout = {}) {
+/// A plan whose saved frames are placed, and whose returned gradients are placed on the first call of
+/// whole(): candidates are compared by saved bytes first, so most never need theirs.
+class candidate_plan {
+ public:
+  candidate_plan(plan saved, liveness live, const problem& p, assignment mode, const search_effort& effort)
+      : plan_(std::move(saved)), live_(std::move(live)), problem_(&p), mode_(mode), effort_(effort) {}
+
+  /// @return the plan, returned gradients not yet placed unless whole() was called.
+  [[nodiscard]] const plan& saved() const noexcept { return plan_; }
+  /// @return the whole plan, returned gradients placed.
+  [[nodiscard]] plan& whole();
+
+ private:
+  plan plan_;
+  liveness live_;
+  const problem* problem_;
+  assignment mode_;
+  search_effort effort_;
+  bool grads_placed_ = false;
+};
+
+/// The plan of `p` once microbatches are bound to `slots` copies per chunk by `maps`, returned gradients
+/// placed on demand; `layout` (offsets[chunk][copy][layer], may be empty) is a placement the maps were
+/// built with, kept in offsets mode when it is valid and smaller than what the placement search finds.
+[[nodiscard]] inline candidate_plan plan_saved(const problem& p, assignment mode, const frame_sizes& sizes,
+                                               std::vector<slot_map> maps, int slots, bool modulo,
+                                               const search_effort& effort,
+                                               const std::vector<std::vector<std::vector<std::size_t>>>& layout = {}) {
   const int chunks = static_cast<int>(sizes.layers_per_chunk.size());
   std::size_t frame_count = 0;
   for (int layers : sizes.layers_per_chunk) frame_count += static_cast<std::size_t>(layers) * static_cast<std::size_t>(slots);
@@ -37,7 +59,7 @@ namespace graphpool::plan::detail {
                 std::to_string(slots) + " slot(s) x layers) is more than the " + std::to_string(max_frames) +
                 " one plan may hold; plan fewer layers or chunks at a time");
   }
-  const liveness live = analyze(p.schedules, maps, slots, modulo);
+  liveness live = analyze(p.schedules, maps, slots, modulo);
 
   plan result;
   result.mode = mode;
@@ -162,7 +184,18 @@ namespace graphpool::plan::detail {
     result.arena_bytes = {result.saved.footprint_bytes};
   }
   result.saved.arenas = result.arena_bytes.size();
+  return candidate_plan(std::move(result), std::move(live), p, mode, effort);
+}
 
+inline plan& candidate_plan::whole() {
+  if (grads_placed_) return plan_;
+  grads_placed_ = true;
+  const problem& p = *problem_;
+  const liveness& live = live_;
+  const assignment mode = mode_;
+  const search_effort& effort = effort_;
+  plan& result = plan_;
+  const int chunks = result.chunks;
   // Returned input gradients: one per (chunk, slot) of a chunk with layers; their graph is the
   // grad conflicts among those groups only.
   std::size_t grad_bytes = 0;
@@ -218,6 +251,14 @@ namespace graphpool::plan::detail {
   }
   result.grad.arenas = result.grad_arena_bytes.size();
   return result;
+}
+
+/// The whole plan of `p` with `maps` (plan_saved, returned gradients placed).
+[[nodiscard]] inline plan plan_with_maps(const problem& p, assignment mode, const frame_sizes& sizes,
+                                         std::vector<slot_map> maps, int slots, bool modulo,
+                                         const search_effort& effort,
+                                         const std::vector<std::vector<std::vector<std::size_t>>>& layout = {}) {
+  return std::move(plan_saved(p, mode, sizes, std::move(maps), slots, modulo, effort, layout).whole());
 }
 
 

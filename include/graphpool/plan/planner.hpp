@@ -113,8 +113,15 @@ inline constexpr packing layout_packings[] = {
     if (a.grad.footprint_bytes != b.grad.footprint_bytes) return a.grad.footprint_bytes < b.grad.footprint_bytes;
     return a.slots < b.slots;
   };
+  // The same between candidates, whose returned gradients are placed only where their saved bytes tie.
+  auto better_candidate = [&](detail::candidate_plan& a, detail::candidate_plan& b) {
+    if (a.saved().saved.footprint_bytes != b.saved().saved.footprint_bytes) {
+      return a.saved().saved.footprint_bytes < b.saved().saved.footprint_bytes;
+    }
+    return better(a.whole(), b.whole());
+  };
   auto modulo = [&] {
-    return detail::plan_with_maps(p, mode, sizes, modulo_maps(p.schedules, period), period, false, detail::full_effort);
+    return detail::plan_saved(p, mode, sizes, modulo_maps(p.schedules, period), period, false, detail::full_effort);
   };
   // Maps laid out as dynamic storage allocation on the schedules' intervals, several ways; the
   // smallest layout (then the fewest copies) of each family is kept: the sweep's, and the others'. At
@@ -173,7 +180,7 @@ inline constexpr packing layout_packings[] = {
     if (best.grad.footprint_bytes <= best.grad.live_bound_bytes) return best;
     // Gradients above their bound: the copies split by backward parity, or m mod S where it holds as few
     // saved bytes (with fewer copies).
-    for (plan candidate : {detail::with_gradient_parity(p, mode, sizes, best, budget), modulo()}) {
+    for (plan candidate : {detail::with_gradient_parity(p, mode, sizes, best, budget), std::move(modulo().whole())}) {
       if (better(candidate, best)) best = std::move(candidate);
     }
     return best;
@@ -181,25 +188,27 @@ inline constexpr packing layout_packings[] = {
   // Above the live bound: m mod S (the fewest copies, and the footprint every map must beat, searched as
   // hard as the mod rule's plan so never above it), regions by start time, and the layout, each through
   // a placement search of bounded effort; the smallest wins.
-  plan best = modulo();
+  detail::candidate_plan best = modulo();
   for (region_choice choice : {region_choice::lowest, region_choice::best_fit}) {
-    if (best.saved.footprint_bytes <= best.saved.live_bound_bytes) break;
+    if (best.saved().saved.footprint_bytes <= live_bound) break;
     std::vector<slot_map> maps = schedule_maps(p.schedules, sizes.chunk_bytes, budget, choice);
     const int copies = copies_used(maps);
-    plan candidate = detail::plan_with_maps(p, mode, sizes, std::move(maps), copies, false, detail::candidate_effort);
-    if (better(candidate, best)) best = std::move(candidate);
+    detail::candidate_plan candidate =
+        detail::plan_saved(p, mode, sizes, std::move(maps), copies, false, detail::candidate_effort);
+    if (better_candidate(candidate, best)) best = std::move(candidate);
   }
   // Both families' layouts: the sweep's many copies can leave the placement search less room than a
   // layout a little higher.
   for (packed_maps& layout : packed) {
-    if (!layout.valid || best.saved.footprint_bytes <= best.saved.live_bound_bytes) continue;
+    if (!layout.valid || best.saved().saved.footprint_bytes <= live_bound) continue;
     const int copies = copies_used(layout.maps);
-    plan candidate = detail::plan_with_maps(p, mode, sizes, std::move(layout.maps), copies, false,
-                                            detail::candidate_effort, layout.offsets);
-    if (better(candidate, best)) best = std::move(candidate);
+    detail::candidate_plan candidate = detail::plan_saved(p, mode, sizes, std::move(layout.maps), copies, false,
+                                                          detail::candidate_effort, layout.offsets);
+    if (better_candidate(candidate, best)) best = std::move(candidate);
   }
-  plan split = detail::with_gradient_parity(p, mode, sizes, best, budget);
-  return better(split, best) ? split : best;
+  plan chosen = std::move(best.whole());
+  plan split = detail::with_gradient_parity(p, mode, sizes, chosen, budget);
+  return better(split, chosen) ? split : chosen;
 }
 
 }  // namespace graphpool::plan
