@@ -140,4 +140,28 @@ struct frame_interval {
   return result;
 }
 
+/// The map of schedule `s` whose `items` are bound to copies by `copy_of` (a copy id per item, -1: a chunk
+/// of no bytes, left -1 in the map).
+[[nodiscard]] inline slot_map bound_map(const schedule& s, const std::vector<lifetime>& items, const copy_table& copies,
+                                        const std::vector<std::ptrdiff_t>& copy_of) {
+  slot_map map{s.name(), s.microbatches(), {}};
+  for (int c = 0; c < s.chunks(); ++c) map.slots.emplace_back(static_cast<std::size_t>(s.microbatches()), -1);
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (copy_of[i] < 0) continue;
+    map.slots[static_cast<std::size_t>(items[i].chunk)][static_cast<std::size_t>(items[i].microbatch)] =
+        copies.index(static_cast<std::size_t>(copy_of[i]));
+  }
+  return map;
+}
+
+/// Every copy's offsets, as packed_maps holds them: [chunk][copy][layer].
+[[nodiscard]] inline std::vector<std::vector<std::vector<std::size_t>>> offsets_by_chunk(const copy_table& copies,
+                                                                                         std::size_t chunks) {
+  std::vector<std::vector<std::vector<std::size_t>>> offsets(chunks);
+  for (std::size_t id = 0; id < copies.size(); ++id) {
+    offsets[static_cast<std::size_t>(copies.chunk(id))].push_back(copies.offsets(id));
+  }
+  return offsets;
+}
+
 }  // namespace graphpool::plan::detail

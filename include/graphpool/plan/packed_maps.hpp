@@ -141,17 +141,7 @@ namespace graphpool::plan {
   }
   detail::copy_table copies = std::move(best.copies);
   result.footprint = best.footprint;
-  {
-    slot_map& map = result.maps[anchor];
-    map = slot_map{schedules[anchor].name(), schedules[anchor].microbatches(), {}};
-    for (int c = 0; c < schedules[anchor].chunks(); ++c) map.slots.emplace_back(static_cast<std::size_t>(map.microbatches), -1);
-    for (std::size_t i = 0; i < items.size(); ++i) {
-      if (best.copy_of[i] >= 0) {
-        map.slots[static_cast<std::size_t>(items[i].chunk)][static_cast<std::size_t>(items[i].microbatch)] =
-            copies.index(static_cast<std::size_t>(best.copy_of[i]));
-      }
-    }
-  }
+  result.maps[anchor] = detail::bound_map(schedules[anchor], items, copies, best.copy_of);
 
   // The other schedules replay over the same copies: a copy is free when no live copy shares its bytes.
   // With a search effort, each first looks for a replay that adds no copy (spending at most an equal
@@ -328,10 +318,7 @@ namespace graphpool::plan {
     detail::map_empty_chunks(schedules[k], chunk_bytes, result.maps[k]);
     fill_unused(result.maps[k]);
   }
-  result.offsets.resize(frame_bytes.size());
-  for (std::size_t id = 0; id < copies.size(); ++id) {
-    result.offsets[static_cast<std::size_t>(copies.chunk(id))].push_back(copies.offsets(id));
-  }
+  result.offsets = detail::offsets_by_chunk(copies, frame_bytes.size());
   return result;
 }
 

@@ -21,6 +21,7 @@
 #include "graphpool/plan/packed_maps.hpp"
 #include "graphpool/plan/plan_with_maps.hpp"
 #include "graphpool/plan/problem.hpp"
+#include "graphpool/plan/recreate_layout.hpp"
 #include "graphpool/plan/region_maps.hpp"
 #include "graphpool/plan/schedule.hpp"
 #include "graphpool/plan/slot_map.hpp"
@@ -60,6 +61,10 @@ inline constexpr packing layout_packings[] = {
     {packing_order::periodic, true, false, 0, 20'000'000},
     {packing_order::bounded, true, true, 0, 4'000'000},
 };
+
+/// @brief Frames ruin and recreate may look at (recreate_layout.hpp) on a single schedule above the live
+/// bound with no copy limit: about 3 s on PP 8 VPP 4 M 128 (512 frames), which take 15-25 s before it.
+inline constexpr std::size_t recreate_effort = 60'000'000;
 
 /// @brief Plans the frames of `p` with `mode`.
 ///
@@ -173,6 +178,14 @@ inline constexpr packing layout_packings[] = {
     if (kept.valid && kept.footprint <= live_bound) break;
   }
   packed_maps& least = smaller(packed[1], packed[0]) ? packed[1] : packed[0];
+  // A single schedule with no copy limit still above the live bound: its lowest layout lowered by ruin and
+  // recreate (a few frames out and back in, many times: recreate_layout.hpp). Each microbatch may open a
+  // copy of its own there; with a limit the copies the moved frames open rarely fit it.
+  if (least.valid && least.footprint > live_bound && p.schedules.size() == 1 && p.max_copies == 0) {
+    packed_maps lowered = detail::recreated_maps(p.schedules.front(), sizes.bytes, budget, least, live_bound,
+                                                 recreate_effort);
+    if (smaller(lowered, least)) least = std::move(lowered);
+  }
   if (least.valid && least.footprint <= live_bound) {
     const int copies = copies_used(least.maps);
     plan best = detail::plan_with_maps(p, mode, sizes, std::move(least.maps), copies, false, detail::candidate_effort,
