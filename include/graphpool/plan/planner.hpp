@@ -43,7 +43,8 @@ namespace graphpool::plan {
 /// best-fit, each refined by a squeaky-wheel search; the steady state laid out on a ring of a few periods and
 /// repeated (periodic_layout.hpp: kept only where lower than every layout before it, so it stops early
 /// elsewhere; a union's counts with a short last group have that tail laid out afresh, periodic_replay.hpp);
-/// and frames under a height, backing up where one does not fit.
+/// and frames under a height, backing up where one does not fit. A single schedule with no copy limit still
+/// above the live bound after them has its lowest layout lowered by ruin and recreate (recreate_effort).
 inline constexpr packing layout_packings[] = {
     {packing_order::start, true, false, 0},
     {packing_order::rising, true, false, 0, 200'000'000},
