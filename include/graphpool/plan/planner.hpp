@@ -183,8 +183,7 @@ inline constexpr std::size_t recreate_effort = 60'000'000;
   // recreate (a few frames out and back in, many times: recreate_layout.hpp). Each microbatch may open a
   // copy of its own there; with a limit the copies the moved frames open rarely fit it.
   if (least.valid && least.footprint > live_bound && p.schedules.size() == 1 && p.max_copies == 0) {
-    packed_maps lowered = detail::recreated_maps(p.schedules.front(), sizes.bytes, budget, least, live_bound,
-                                                 recreate_effort);
+    packed_maps lowered = detail::recreated_maps(p.schedules.front(), sizes, budget, least, live_bound, recreate_effort);
     if (smaller(lowered, least)) least = std::move(lowered);
   }
   if (least.valid && least.footprint <= live_bound) {

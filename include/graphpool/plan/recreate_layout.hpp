@@ -15,7 +15,6 @@
 
 #include <algorithm>
 #include <cstddef>
-#include <numeric>
 #include <random>
 #include <utility>
 #include <vector>
@@ -23,6 +22,7 @@
 #include "graphpool/plan/anchor_order.hpp"
 #include "graphpool/plan/copy_table.hpp"
 #include "graphpool/plan/frame_intervals.hpp"
+#include "graphpool/plan/frame_sizes.hpp"
 #include "graphpool/plan/schedule.hpp"
 #include "graphpool/plan/slot_map.hpp"
 
@@ -124,12 +124,12 @@ namespace graphpool::plan::detail {
   return offsets;
 }
 
-/// `layout` (maps and offsets of the single schedule `s`) lowered by recreate_lower toward `floor` within
-/// `effort`: its maps rebound to the copies the lowered frames sit at (invalid past `budget` copies of a
-/// chunk, or where it came no lower).
-[[nodiscard]] inline packed_maps recreated_maps(const schedule& s, const std::vector<std::vector<std::size_t>>& frame_bytes,
-                                                int budget, const packed_maps& layout, std::size_t floor,
-                                                std::size_t effort) {
+/// `layout` (maps and offsets of the single schedule `s`, its frames of `sizes`) lowered by recreate_lower
+/// toward `floor` within `effort`: its maps rebound to the copies the lowered frames sit at (invalid past
+/// `budget` copies of a chunk, or where it came no lower).
+[[nodiscard]] inline packed_maps recreated_maps(const schedule& s, const frame_sizes& sizes, int budget,
+                                                const packed_maps& layout, std::size_t floor, std::size_t effort) {
+  const std::vector<std::vector<std::size_t>>& frame_bytes = sizes.bytes;
   const std::vector<lifetime> items = lifetimes_of(s);
   const std::vector<frame_interval> frames = frames_of(frame_bytes, items);
   std::vector<std::size_t> offsets;  // as frames_of lists the frames
@@ -148,12 +148,8 @@ namespace graphpool::plan::detail {
   if (top_of(frames, offsets) >= layout.footprint) return result;
   const anchor_layout lowered = anchor_of(frame_bytes, items, frames, offsets, budget);
   if (!lowered.valid) return result;
-  std::vector<std::size_t> chunk_bytes;
-  for (const std::vector<std::size_t>& layers : frame_bytes) {
-    chunk_bytes.push_back(std::accumulate(layers.begin(), layers.end(), std::size_t{0}));
-  }
   result.maps = {bound_map(s, items, lowered.copies, lowered.copy_of)};
-  map_empty_chunks(s, chunk_bytes, result.maps.front());
+  map_empty_chunks(s, sizes.chunk_bytes, result.maps.front());
   fill_unused(result.maps.front());
   result.offsets = offsets_by_chunk(lowered.copies, frame_bytes.size());
   result.footprint = lowered.footprint;
