@@ -3,8 +3,12 @@
 // slot rules side by side (m mod S against maps chosen from the schedule, with the default copies
 // budget and with none): footprint / live bound, copies per chunk, planning time.
 //
-// usage: graphpool_bench_planner_quality [--json PATH] [--quick] [--threads N] [--misses PATH] [--only TEXT]
+// usage: graphpool_bench_planner_quality [--json PATH] [--quick | --random-sizes SEED:COUNT] [--threads N]
+//                                        [--misses PATH] [--only TEXT]
 // --only keeps the corpus cases whose name contains TEXT (to time or inspect a few).
+// --random-sizes replaces the corpus with COUNT single schedules whose every (chunk, layer) saves a random
+// size (the corpus's sizes are a few fixed patterns; a user's are not): PP 2/4/8, a random rank, VPP 1/2/4,
+// M 24/64/128, 1-3 layers per chunk, 16-320 MiB per frame, drawn from SEED (the same cases on any machine).
 // --misses writes the cases the schedule rule (no copy limit) misses issue 8's targets on, each schedule
 // as rectangles (lifetime x bytes per frame), for benchmarks/slot_rule_optimum.py to solve exactly.
 // Every plan (both modes, both slot rules) goes through the tests' independent verifier
@@ -18,6 +22,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <random>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -79,6 +84,16 @@ struct result_row {
   std::string rejected;  // the first of its four plans the independent verifier rejects, and why (empty: none)
 };
 
+// 1F1B (vpp 1) or interleaved with groups of pp, as Megatron-LM runs them.
+schedule pipeline_schedule(int pp, int rank, int vpp, int microbatches) {
+  return vpp == 1 ? schedule::one_f_one_b(pp, rank, microbatches) : schedule::interleaved(pp, rank, microbatches, vpp, pp);
+}
+
+// How a case's name begins: "vpp4 pp8 r3" (or "1f1b pp8 r3").
+std::string pipeline_name(int pp, int rank, int vpp) {
+  return (vpp == 1 ? "1f1b" : "vpp" + std::to_string(vpp)) + " pp" + std::to_string(pp) + " r" + std::to_string(rank);
+}
+
 std::vector<schedule> schedules_for(int pp, int rank, int vpp, const std::string& set) {
   std::vector<int> counts;
   if (set == "M=128") counts = {128};
@@ -90,9 +105,7 @@ std::vector<schedule> schedules_for(int pp, int rank, int vpp, const std::string
     for (int m = 1; m <= 128; ++m) counts.push_back(m);
   }
   std::vector<schedule> result;
-  for (int m : counts) {
-    result.push_back(vpp == 1 ? schedule::one_f_one_b(pp, rank, m) : schedule::interleaved(pp, rank, m, vpp, pp));
-  }
+  for (int m : counts) result.push_back(pipeline_schedule(pp, rank, vpp, m));
   return result;
 }
 
@@ -138,6 +151,37 @@ std::vector<int> corpus_ranks(int pp, bool quick) {
   return ranks;
 }
 
+// `count` single schedules of random frame sizes from `seed` (--random-sizes): std::mt19937's sequence is
+// the same everywhere, and each draw is taken modulo its range (no distribution, whose output varies).
+std::vector<corpus_case> make_random_corpus(unsigned seed, int count) {
+  std::mt19937 random(seed);
+  auto draw = [&](const std::vector<int>& from) { return from[random() % from.size()]; };
+  std::vector<corpus_case> corpus;
+  for (int k = 0; k < count; ++k) {
+    const int pp = draw({2, 4, 8});
+    const int rank = static_cast<int>(random() % static_cast<unsigned>(pp));
+    const int vpp = draw({1, 2, 4});
+    const int microbatches = draw({24, 64, 128});
+    const int layers = draw({1, 2, 3});
+    corpus_case c;
+    c.input.schedules = {pipeline_schedule(pp, rank, vpp, microbatches)};
+    c.input.layers_per_chunk = {layers};
+    c.input.branches = {{"random", 16 * MiB, 8 * MiB}};
+    std::string sizes;
+    for (int chunk = 0; chunk < vpp; ++chunk) {
+      for (int layer = 0; layer < layers; ++layer) {
+        const std::size_t mib = 16 + random() % 305;
+        c.input.overrides.push_back({chunk, layer, "random", mib * MiB});
+        sizes += (sizes.empty() ? "" : ",") + std::to_string(mib);
+      }
+    }
+    c.name = pipeline_name(pp, rank, vpp) + " M=" + std::to_string(microbatches) + " layers " + std::to_string(layers) +
+             " random MiB " + sizes;
+    corpus.push_back(std::move(c));
+  }
+  return corpus;
+}
+
 std::vector<corpus_case> make_corpus(bool quick) {
   std::vector<corpus_case> corpus;
   const std::vector<std::string> sets = quick ? std::vector<std::string>{"M=24", "M=pp..32:pp"}
@@ -153,8 +197,7 @@ std::vector<corpus_case> make_corpus(bool quick) {
           for (const char* layout : layouts) {
             for (const char* sizes : all_sizes) {
               corpus_case c;
-              c.name = (vpp == 1 ? "1f1b" : "vpp" + std::to_string(vpp)) + " pp" + std::to_string(pp) + " r" +
-                       std::to_string(rank) + " " + set + " layers " + layout + " " + sizes;
+              c.name = pipeline_name(pp, rank, vpp) + " " + set + " layers " + layout + " " + sizes;
               c.input.schedules = schedules_for(pp, rank, vpp, set);
               c.input.layers_per_chunk = layers_for(layout, vpp);
               add_sizes(c.input, sizes, vpp);
@@ -260,6 +303,8 @@ int main(int argc, char** argv) {
   int threads = 1;
   std::string misses_path;  // the cases that miss issue 8's targets, as rectangles for an exact solver
   std::string only;         // keep the cases whose name contains this
+  unsigned random_seed = 0;  // --random-sizes: random frame sizes instead of the corpus
+  int random_count = 0;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--json") == 0 && i + 1 < argc) {
       json_path = argv[++i];
@@ -267,16 +312,26 @@ int main(int argc, char** argv) {
       quick = true;
     } else if (std::strcmp(argv[i], "--misses") == 0 && i + 1 < argc) {
       misses_path = argv[++i];
+    } else if (std::strcmp(argv[i], "--random-sizes") == 0 && i + 1 < argc &&
+               std::sscanf(argv[i + 1], "%u:%d", &random_seed, &random_count) == 2 && random_count > 0) {
+      ++i;
     } else if (std::strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
       only = argv[++i];
     } else if (std::strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
       threads = std::max(1, std::atoi(argv[++i]));
     } else {
-      std::fprintf(stderr, "usage: %s [--json PATH] [--quick] [--threads N] [--misses PATH] [--only TEXT]\n", argv[0]);
+      std::fprintf(stderr,
+                   "usage: %s [--json PATH] [--quick | --random-sizes SEED:COUNT] [--threads N] [--misses PATH] "
+                   "[--only TEXT]\n",
+                   argv[0]);
       return 2;
     }
   }
-  std::vector<corpus_case> corpus = make_corpus(quick);
+  if (quick && random_count > 0) {
+    std::fprintf(stderr, "planner_quality: --quick and --random-sizes are two corpora; give one\n");
+    return 2;
+  }
+  std::vector<corpus_case> corpus = random_count > 0 ? make_random_corpus(random_seed, random_count) : make_corpus(quick);
   corpus.erase(std::remove_if(corpus.begin(), corpus.end(),
                               [&](const corpus_case& c) { return c.name.find(only) == std::string::npos; }),
                corpus.end());
@@ -556,8 +611,11 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "planner_quality: cannot write %s\n", json_path.c_str());
     return 1;
   }
-  std::fprintf(out, "{\n  \"benchmark\": \"planner_quality\",\n%s  \"plans\": %zu,\n",
-               graphpool::bench::commit_json().c_str(), rows.size());
+  const std::string corpus_name = random_count > 0 ? "random sizes, seed " + std::to_string(random_seed) + ", " +
+                                                        std::to_string(random_count) + " single schedules"
+                                : quick ? "quick" : "full";
+  std::fprintf(out, "{\n  \"benchmark\": \"planner_quality\",\n%s  \"corpus\": \"%s\",\n  \"plans\": %zu,\n",
+               graphpool::bench::commit_json().c_str(), corpus_name.c_str(), rows.size());
   std::fprintf(out, "  \"offsets_ratio\": {\"median\": %.4f, \"p90\": %.4f, \"worst\": %.4f},\n",
                percentile(offsets_ratio, 0.5), percentile(offsets_ratio, 0.9), percentile(offsets_ratio, 1.0));
   std::fprintf(out, "  \"coloring_ratio\": {\"median\": %.4f, \"p90\": %.4f, \"worst\": %.4f},\n",
