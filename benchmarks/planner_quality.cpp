@@ -7,7 +7,7 @@
 //                                        [--misses PATH] [--only TEXT]
 // --only keeps the corpus cases whose name contains TEXT (to time or inspect a few).
 // --random-sizes replaces the corpus with COUNT single schedules whose every (chunk, layer) saves a random
-// size (the corpus's sizes are a few fixed patterns; a user's are not): PP 2/4/8, a random rank, VPP 1/2/4,
+// size (the corpus's unequal frames follow one fixed pattern; a user's do not): PP 2/4/8, a random rank, VPP 1/2/4,
 // M 24/64/128, 1-3 layers per chunk, 16-320 MiB per frame, drawn from SEED (the same cases on any machine).
 // --misses writes the cases the schedule rule (no copy limit) misses issue 8's targets on, each schedule
 // as rectangles (lifetime x bytes per frame), for benchmarks/slot_rule_optimum.py to solve exactly.
