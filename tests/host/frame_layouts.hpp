@@ -54,4 +54,25 @@ inline std::size_t total_bytes(const std::vector<plan::detail::frame_interval>& 
   return total;
 }
 
+// The first `keep` of `frames`, every `step`-th of those again (same lifetime and bytes: layers of one
+// microbatch alike).
+inline std::vector<plan::detail::frame_interval> with_twins(std::vector<plan::detail::frame_interval> frames,
+                                                            std::size_t keep, std::size_t step) {
+  frames.resize(std::min(frames.size(), keep));
+  const std::size_t first = frames.size();
+  for (std::size_t f = 0; f < first; f += step) frames.push_back(frames[f]);
+  return frames;
+}
+
+// Every frame above all the frames before it: a layout of any frames, at their total bytes.
+inline std::vector<std::size_t> stacked(const std::vector<plan::detail::frame_interval>& frames) {
+  std::vector<std::size_t> offsets;
+  std::size_t top = 0;
+  for (const plan::detail::frame_interval& f : frames) {
+    offsets.push_back(top);
+    top += f.bytes;
+  }
+  return offsets;
+}
+
 }  // namespace graphpool::testing

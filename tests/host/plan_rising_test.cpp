@@ -25,19 +25,11 @@ using graphpool::testing::most_alive;
 using graphpool::testing::one_layer_chunks;
 using graphpool::testing::random_frames;
 using graphpool::testing::total_bytes;
+using graphpool::testing::with_twins;
 
 namespace {
 
 constexpr std::size_t MiB = std::size_t{1} << 20;
-
-// Random frames, each also twice over (same lifetime and bytes: layers of one microbatch alike).
-std::vector<detail::frame_interval> with_twins(std::mt19937& random) {
-  std::vector<detail::frame_interval> frames = random_frames(random, 16);
-  frames.resize(std::min<std::size_t>(frames.size(), 14));
-  const std::size_t first = frames.size();
-  for (std::size_t f = 0; f < first; f += 2) frames.push_back(frames[f]);
-  return frames;
-}
 
 }  // namespace
 
@@ -46,7 +38,7 @@ TEST_CASE("the rising search lays random frames out without overlaps, under the 
   std::mt19937 random(11);
   for (int round = 0; round < 200; ++round) {
     INFO("round " << round);
-    const std::vector<detail::frame_interval> frames = round % 2 == 0 ? random_frames(random, 16) : with_twins(random);
+    const std::vector<detail::frame_interval> frames = round % 2 == 0 ? random_frames(random, 16) : with_twins(random_frames(random, 16), 14, 2);
     const std::size_t floor = most_alive(frames);
     const std::size_t total = total_bytes(frames);
     detail::rising_search search(frames);

@@ -17,7 +17,9 @@
 #include "graphpool/error.hpp"
 #include "graphpool/plan/frame_placement.hpp"
 #include "graphpool/plan/frame_sizes.hpp"
+#include "graphpool/plan/learned_layout.hpp"
 #include "graphpool/plan/liveness.hpp"
+#include "graphpool/plan/lowered_maps.hpp"
 #include "graphpool/plan/packed_maps.hpp"
 #include "graphpool/plan/plan_with_maps.hpp"
 #include "graphpool/plan/problem.hpp"
@@ -44,7 +46,8 @@ namespace graphpool::plan {
 /// repeated (periodic_layout.hpp: kept only where lower than every layout before it, so it stops early
 /// elsewhere; a union's counts with a short last group have that tail laid out afresh, periodic_replay.hpp);
 /// and frames under a height, backing up where one does not fit. A single schedule with no copy limit still
-/// above the live bound after them has its lowest layout lowered by ruin and recreate (recreate_effort).
+/// above the live bound after them has its lowest layout lowered by ruin and recreate (recreate_effort), then
+/// by the conflict-driven search over which frame lies below which (learned_effort).
 inline constexpr packing layout_packings[] = {
     {packing_order::start, true, false, 0},
     {packing_order::rising, true, false, 0, 200'000'000},
@@ -66,6 +69,13 @@ inline constexpr packing layout_packings[] = {
 /// @brief Frames ruin and recreate may look at (recreate_layout.hpp) on a single schedule above the live
 /// bound with no copy limit: about 3 s on PP 8 VPP 4 M 128 (512 frames), which take 15-25 s before it.
 inline constexpr std::size_t recreate_effort = 60'000'000;
+
+/// @brief Frames and clauses the conflict-driven search may look at (learned_layout.hpp) after ruin and
+/// recreate, over the heights it lowers the layout through: at most about 2 s on this machine.
+inline constexpr std::size_t learned_effort = 150'000'000;
+
+/// @brief The most frames it searches: it keeps every pair of frames alive together.
+inline constexpr std::size_t learned_frames_limit = 640;
 
 /// @brief Plans the frames of `p` with `mode`.
 ///
@@ -182,8 +192,18 @@ inline constexpr std::size_t recreate_effort = 60'000'000;
   // A single schedule with no copy limit still above the live bound: its lowest layout lowered by ruin and
   // recreate (a few frames out and back in, many times: recreate_layout.hpp). Each microbatch may open a
   // copy of its own there; with a limit the copies the moved frames open rarely fit it.
+  // Then the conflict-driven search from the layout it leaves, a unit under its top at a time: it finds
+  // layouts near a given one that moving a few frames does not, and proves where none is lower.
   if (least.valid && least.footprint > live_bound && p.schedules.size() == 1 && p.max_copies == 0) {
-    packed_maps lowered = detail::recreated_maps(p.schedules.front(), sizes, budget, least, live_bound, recreate_effort);
+    const schedule& s = p.schedules.front();
+    packed_maps lowered = detail::lowered_maps(s, sizes, budget, least, [&](const auto& frames, auto offsets) {
+      return detail::recreate_lower(frames, std::move(offsets), live_bound, recreate_effort);
+    });
+    if (smaller(lowered, least)) least = std::move(lowered);
+    lowered = detail::lowered_maps(s, sizes, budget, least, [&](const auto& frames, auto offsets) {
+      if (frames.size() > learned_frames_limit) return offsets;
+      return detail::learned_lower(frames, std::move(offsets), live_bound, learned_effort);
+    });
     if (smaller(lowered, least)) least = std::move(lowered);
   }
   if (least.valid && least.footprint <= live_bound) {

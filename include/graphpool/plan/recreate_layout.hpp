@@ -19,12 +19,8 @@
 #include <utility>
 #include <vector>
 
-#include "graphpool/plan/anchor_order.hpp"
 #include "graphpool/plan/copy_table.hpp"
 #include "graphpool/plan/frame_intervals.hpp"
-#include "graphpool/plan/frame_sizes.hpp"
-#include "graphpool/plan/schedule.hpp"
-#include "graphpool/plan/slot_map.hpp"
 
 namespace graphpool::plan::detail {
 
@@ -122,39 +118,6 @@ namespace graphpool::plan::detail {
     }
   }
   return offsets;
-}
-
-/// `layout` (maps and offsets of the single schedule `s`, its frames of `sizes`) lowered by recreate_lower
-/// toward `floor` within `effort`: its maps rebound to the copies the lowered frames sit at (invalid past
-/// `budget` copies of a chunk, or where it came no lower).
-[[nodiscard]] inline packed_maps recreated_maps(const schedule& s, const frame_sizes& sizes, int budget,
-                                                const packed_maps& layout, std::size_t floor, std::size_t effort) {
-  const std::vector<std::vector<std::size_t>>& frame_bytes = sizes.bytes;
-  const std::vector<lifetime> items = lifetimes_of(s);
-  const std::vector<frame_interval> frames = frames_of(frame_bytes, items);
-  std::vector<std::size_t> offsets;  // as frames_of lists the frames
-  for (const lifetime& item : items) {
-    const auto c = static_cast<std::size_t>(item.chunk);
-    const std::vector<std::size_t>& layers = frame_bytes[c];
-    for (std::size_t l = 0; l < layers.size(); ++l) {
-      if (layers[l] == 0) continue;
-      const int copy = layout.maps.front().slots[c][static_cast<std::size_t>(item.microbatch)];
-      offsets.push_back(layout.offsets[c][static_cast<std::size_t>(copy)][l]);
-    }
-  }
-  packed_maps result;
-  result.valid = false;
-  offsets = recreate_lower(frames, std::move(offsets), floor, effort);
-  if (top_of(frames, offsets) >= layout.footprint) return result;
-  const anchor_layout lowered = anchor_of(frame_bytes, items, frames, offsets, budget);
-  if (!lowered.valid) return result;
-  result.maps = {bound_map(s, items, lowered.copies, lowered.copy_of)};
-  map_empty_chunks(s, sizes.chunk_bytes, result.maps.front());
-  fill_unused(result.maps.front());
-  result.offsets = offsets_by_chunk(lowered.copies, frame_bytes.size());
-  result.footprint = lowered.footprint;
-  result.valid = true;
-  return result;
 }
 
 }  // namespace graphpool::plan::detail
