@@ -62,11 +62,9 @@ class order_search {
   /// `offsets` receives the layout when found. `seed` other than 0 breaks the first choices' ties at random.
   order_verdict under(std::size_t height, const std::vector<std::size_t>& hint, std::size_t& effort,
                       std::vector<std::size_t>& offsets, unsigned seed = 0) {
+    // The bytes alive at once do not fit (nor, then, a frame taller than the height).
+    if (most_alive_ > height) return order_verdict::none;
     reset(height, hint, effort, seed);
-    for (std::size_t f = 0; f < frames_.size(); ++f) {
-      if (high_[f] < 0) return order_verdict::none;
-    }
-    if (most_alive_ > height) return order_verdict::none;  // the bytes alive at once do not fit
     // Frames alike (lifetime and bytes) are interchangeable: the first lies below.
     for (std::size_t pair = 0; pair < first_.size(); ++pair) {
       const frame_interval& a = frames_[static_cast<std::size_t>(first_[pair])];
