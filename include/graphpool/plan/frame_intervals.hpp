@@ -82,6 +82,17 @@ struct frame_interval {
   return top;
 }
 
+/// The most bytes of `frames` alive at once (at some frame's start): no layout of them is lower.
+[[nodiscard]] inline std::size_t most_bytes_alive(const std::vector<frame_interval>& frames) {
+  std::size_t most = 0;
+  for (const frame_interval& f : frames) {
+    std::size_t alive = 0;
+    for (const frame_interval& g : frames) alive += g.start <= f.start && f.start < g.end ? g.bytes : 0;
+    most = std::max(most, alive);
+  }
+  return most;
+}
+
 /// Binds each of `items`, its frames laid out at `offsets` (as frames_of lists them), to the copy of its
 /// chunk whose layers sit at the same offsets, adding copies where none does. Returns false, and adds
 /// nothing, when that takes more than `budget` copies of a chunk. `copy_of`: a copy id per item (-1: a

@@ -41,7 +41,7 @@ class order_search {
  public:
   /// `frames`: alive from `start` to `end` (events); frames alive at one event may share no bytes.
   explicit order_search(const std::vector<frame_interval>& frames)
-      : frames_(frames), pairs_(frames), bounds_(frames, pairs_) {}
+      : frames_(frames), most_alive_(most_bytes_alive(frames)), pairs_(frames), bounds_(frames, pairs_) {}
   order_search(const order_search&) = delete;  // its bounds refer to its own pairs
   order_search& operator=(const order_search&) = delete;
 
@@ -51,7 +51,7 @@ class order_search {
   order_verdict under(std::size_t height, const std::vector<std::size_t>& hint, std::size_t& effort,
                       std::vector<std::size_t>& offsets, unsigned seed = 0) {
     // The bytes alive at once do not fit (nor, then, a frame taller than the height).
-    if (pairs_.most_alive() > height) return order_verdict::none;
+    if (most_alive_ > height) return order_verdict::none;
     reset(height, hint, effort, seed);
     // Frames alike (lifetime and bytes) are interchangeable: the first lies below.
     for (std::size_t pair = 0; pair < pairs_.size(); ++pair) {
@@ -274,6 +274,7 @@ class order_search {
   }
 
   const std::vector<frame_interval>& frames_;
+  std::size_t most_alive_;                         // the most bytes alive at once
   frame_pairs pairs_;                              // the frames alive together: one order each
   offset_bounds bounds_;                           // what the orders so far leave of each frame's offsets
   activity_heap heap_;                             // open pairs, the most active first

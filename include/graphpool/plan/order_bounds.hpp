@@ -34,11 +34,6 @@ class frame_pairs {
         beside_[b].push_back({static_cast<int>(a), pair});
       }
     }
-    for (const frame_interval& f : frames) {  // the most bytes alive at once: alive at some frame's start
-      std::size_t alive = 0;
-      for (const frame_interval& g : frames) alive += g.start <= f.start && f.start < g.end ? g.bytes : 0;
-      most_alive_ = std::max(most_alive_, alive);
-    }
   }
 
   [[nodiscard]] std::size_t size() const { return first_.size(); }
@@ -51,13 +46,10 @@ class frame_pairs {
   [[nodiscard]] int below(int lower, int pair) const { return 2 * pair + (first(pair) == lower ? 0 : 1); }
   /// The frames alive with frame f, and their pairs.
   [[nodiscard]] const std::vector<neighbour>& beside(int f) const { return beside_[static_cast<std::size_t>(f)]; }
-  /// The most bytes alive at once.
-  [[nodiscard]] std::size_t most_alive() const { return most_alive_; }
 
  private:
   std::vector<int> first_, second_;
   std::vector<std::vector<neighbour>> beside_;
-  std::size_t most_alive_ = 0;
 };
 
 /// Every frame's lowest and highest offset under a height, each with the order (a literal of frame_pairs)
@@ -136,6 +128,7 @@ class offset_bounds {
     why.erase(std::unique(why.begin() + (lit >= 0 ? 1 : 0), why.end()), why.end());
     return why;
   }
+
  private:
   struct change {
     int frame;
