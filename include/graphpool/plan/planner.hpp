@@ -83,7 +83,9 @@ inline constexpr std::size_t learned_frames_limit = 640;
 /// chosen from the schedules (regions by start time, lowest or best-fitting, or copies laid out byte
 /// by byte as the schedules replay) are planned, and the
 /// smallest footprint within the copies budget wins (then the fewest copies); the search stops at the
-/// live bound, which no map can beat.
+/// live bound, which no map can beat. The schedule rule's saved lower bound is over every map: the live
+/// bound, or the footprint itself where the conflict-driven search proves no layout lower (so a plan at
+/// its lower bound is optimal under either rule).
 /// @throws graphpool::error for bad input (naming the schedule, entry, chunk, layer or branch), and
 /// "slot period is shorter than the schedule's liveness" when `p.slots` is too small.
 [[nodiscard]] inline plan make_plan(const problem& p, assignment mode) {
@@ -189,6 +191,15 @@ inline constexpr std::size_t learned_frames_limit = 640;
     if (kept.valid && kept.footprint <= live_bound) break;
   }
   packed_maps& least = smaller(packed[1], packed[0]) ? packed[1] : packed[0];
+  // The schedule rule's saved-frame bound holds for every map, not only for the chosen copies (their
+  // heaviest clique bounds only the placement of those copies, which came from the layout itself): no map
+  // lays the frames out under the live bound, nor under a height the conflict-driven search proves least.
+  std::size_t least_saved = live_bound;
+  auto bounded = [&](plan chosen) {
+    chosen.saved.lower_bound_bytes = least_saved;
+    chosen.saved.lower_bound_exact = true;
+    return chosen;
+  };
   // A single schedule with no copy limit still above the live bound: its lowest layout lowered by ruin and
   // recreate (a few frames out and back in, many times: recreate_layout.hpp). Each microbatch may open a
   // copy of its own there; with a limit the copies the moved frames open rarely fit it.
@@ -202,7 +213,10 @@ inline constexpr std::size_t learned_frames_limit = 640;
     if (smaller(lowered, least)) least = std::move(lowered);
     lowered = detail::lowered_maps(s, sizes, budget, least, [&](const auto& frames, auto offsets) {
       if (frames.size() > learned_frames_limit) return offsets;
-      return detail::learned_lower(frames, std::move(offsets), live_bound, learned_effort);
+      bool proven = false;
+      offsets = detail::learned_lower(frames, std::move(offsets), live_bound, learned_effort, &proven);
+      if (proven) least_saved = detail::top_of(frames, offsets);
+      return offsets;
     });
     if (smaller(lowered, least)) least = std::move(lowered);
   }
@@ -210,13 +224,13 @@ inline constexpr std::size_t learned_frames_limit = 640;
     const int copies = copies_used(least.maps);
     plan best = detail::plan_with_maps(p, mode, sizes, std::move(least.maps), copies, false, detail::candidate_effort,
                                        least.offsets);
-    if (best.grad.footprint_bytes <= best.grad.live_bound_bytes) return best;
+    if (best.grad.footprint_bytes <= best.grad.live_bound_bytes) return bounded(std::move(best));
     // Gradients above their bound: the copies split by backward parity, or m mod S where it holds as few
     // saved bytes (with fewer copies).
     for (plan candidate : {detail::with_gradient_parity(p, mode, sizes, best, budget), std::move(modulo().whole())}) {
       if (better(candidate, best)) best = std::move(candidate);
     }
-    return best;
+    return bounded(std::move(best));
   }
   // Above the live bound: m mod S (the fewest copies, and the footprint every map must beat, searched as
   // hard as the mod rule's plan so never above it), regions by start time, and the layout, each through
@@ -241,7 +255,7 @@ inline constexpr std::size_t learned_frames_limit = 640;
   }
   plan chosen = std::move(best.whole());
   plan split = detail::with_gradient_parity(p, mode, sizes, chosen, budget);
-  return better(split, chosen) ? split : chosen;
+  return bounded(better(split, chosen) ? std::move(split) : std::move(chosen));
 }
 
 }  // namespace graphpool::plan

@@ -79,8 +79,11 @@ struct planned_grad {
 /// @brief The figures a plan is judged by.
 struct plan_figures {
   std::size_t footprint_bytes = 0;    ///< what the plan takes
-  std::size_t lower_bound_bytes = 0;  ///< heaviest set of pairwise conflicting frames: no placement is smaller
-  bool lower_bound_exact = false;     ///< the clique search finished (otherwise a valid, weaker bound)
+  /// No plan under the slot rule is smaller. m mod S: the heaviest set of pairwise conflicting frames. The
+  /// schedule rule (saved frames): the live bound, or a height the planner proved least (no map, whatever
+  /// its copies, lays the frames out lower); its returned gradients: the chosen copies' clique.
+  std::size_t lower_bound_bytes = 0;
+  bool lower_bound_exact = false;     ///< the bound's search finished (otherwise a valid, weaker bound)
   std::size_t live_bound_bytes = 0;   ///< most bytes alive at once, ignoring the m mod S slot rule
   std::size_t naive_bytes = 0;        ///< a pool per branch: every branch's frames, summed
   std::size_t coloring_bytes = 0;     ///< greedy DSATUR's arenas, summed (the baseline)
