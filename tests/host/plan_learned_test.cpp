@@ -2,12 +2,12 @@
 // verdicts agree with the exact rising search on random frames (a layout where one exists, a proof where
 // none does), its layouts are valid under the height, lowering never rises nor passes the floor, and what
 // it buys the schedule slot rule: an interleaved schedule every other search leaves 6.8% above the live
-// bound planned at 1.003 of it, the optimum CP-SAT proves.
+// bound planned at 1.003 of it, the optimum CP-SAT proves; and the schedule rule's lower bound, which
+// its proofs raise above the live bound where no layout is lower.
 
 #include <algorithm>
 #include <cstddef>
 #include <random>
-#include <utility>
 #include <vector>
 
 #include "catch.hpp"
@@ -165,10 +165,11 @@ TEST_CASE("the schedule rule's lower bound holds for every map: the live bound, 
 
   // PP 2 rank 0 VPP 2 M 16 of other chunk sizes, each planned above its live bound and proven least: the
   // exact rising search, independently, finds a layout at the bound and none a unit under it.
-  for (const auto& [first, second] : {std::pair{70, 230}, std::pair{40, 271}, std::pair{187, 56}}) {
-    INFO("chunks of " << first << " and " << second << " MiB");
+  const std::size_t chunk_mib[][2] = {{70, 230}, {40, 271}, {187, 56}};
+  for (const auto& mib : chunk_mib) {
+    INFO("chunks of " << mib[0] << " and " << mib[1] << " MiB");
     const schedule s = schedule::interleaved(2, 0, 16, 2, 2);
-    const std::vector<std::size_t> bytes = {static_cast<std::size_t>(first) * MiB, static_cast<std::size_t>(second) * MiB};
+    const std::vector<std::size_t> bytes = {mib[0] * MiB, mib[1] * MiB};
     const plan result = checked_plan(one_layer_chunks(s, bytes));
     CHECK(result.saved.lower_bound_bytes > result.saved.live_bound_bytes);
     CHECK(result.saved.lower_bound_bytes == result.saved.footprint_bytes);

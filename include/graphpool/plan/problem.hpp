@@ -79,9 +79,10 @@ struct planned_grad {
 /// @brief The figures a plan is judged by.
 struct plan_figures {
   std::size_t footprint_bytes = 0;    ///< what the plan takes
-  /// No plan under the slot rule is smaller. m mod S: the heaviest set of pairwise conflicting frames. The
-  /// schedule rule (saved frames): the live bound, or a height the planner proved least (no map, whatever
-  /// its copies, lays the frames out lower); its returned gradients: the chosen copies' clique.
+  /// No plan is smaller. m mod S: the heaviest set of pairwise conflicting frames (the same for every
+  /// placement of its copies). Schedule rule, saved frames: the live bound, or a height the planner proved
+  /// least (no map, whatever its copies, lays the frames out lower); its returned gradients: the chosen
+  /// copies' heaviest clique (a bound for those copies).
   std::size_t lower_bound_bytes = 0;
   bool lower_bound_exact = false;     ///< the bound's search finished (otherwise a valid, weaker bound)
   std::size_t live_bound_bytes = 0;   ///< most bytes alive at once, ignoring the m mod S slot rule
