@@ -291,6 +291,9 @@ class order_search {
   std::vector<int> conflict_;
 };
 
+/// Steps in each run of learned_lower at one height (its runs' ties broken another way each time).
+inline constexpr std::size_t learned_run_effort = 25'000'000;
+
 /// @return `offsets` (a layout of `frames`) lowered by order_search a unit at a time toward `floor`, each
 /// height searched from the layout before it, within `effort` in all; `proven` is set where the search
 /// proved the returned layout's top the least (no layout a unit lower). Its time to a layout is
@@ -303,7 +306,7 @@ class order_search {
 [[nodiscard]] inline std::vector<std::size_t> learned_lower(const std::vector<frame_interval>& frames,
                                                             std::vector<std::size_t> offsets, std::size_t floor,
                                                             std::size_t effort, bool* proven = nullptr,
-                                                            std::size_t run_effort = 25'000'000,
+                                                            std::size_t run_effort = learned_run_effort,
                                                             std::size_t proof_effort = 0) {
   if (proven != nullptr) *proven = false;
   const std::size_t unit = byte_unit(frames);

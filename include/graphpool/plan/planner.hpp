@@ -71,10 +71,9 @@ inline constexpr packing layout_packings[] = {
 inline constexpr std::size_t recreate_effort = 60'000'000;
 
 /// @brief Frames and clauses the conflict-driven search may look at (learned_layout.hpp) after ruin and
-/// recreate, over the heights it lowers the layout through (in runs of learned_run_effort): at most about
-/// 2 s on this machine.
+/// recreate, over the heights it lowers the layout through (in runs of detail::learned_run_effort): at most
+/// about 2 s on this machine.
 inline constexpr std::size_t learned_effort = 150'000'000;
-inline constexpr std::size_t learned_run_effort = 25'000'000;
 
 /// @brief One more run where those give up at a height, for a proof (which the plan's lower bound reports):
 /// at most about 0.6 s more.
@@ -221,7 +220,7 @@ inline constexpr std::size_t learned_frames_limit = 640;
       if (frames.size() > learned_frames_limit) return offsets;
       bool proven = false;
       offsets = detail::learned_lower(frames, std::move(offsets), live_bound, learned_effort, &proven,
-                                      learned_run_effort, learned_proof_effort);
+                                      detail::learned_run_effort, learned_proof_effort);
       if (proven) least_saved = detail::top_of(frames, offsets);
       return offsets;
     });
