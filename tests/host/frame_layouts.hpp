@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "graphpool/plan/copy_table.hpp"
 #include "graphpool/plan/frame_intervals.hpp"
 
 namespace graphpool::testing {
@@ -73,6 +74,38 @@ inline std::vector<std::size_t> stacked(const std::vector<plan::detail::frame_in
     top += f.bytes;
   }
   return offsets;
+}
+
+// Random frames sorted by start, laid out lowest first in a random order (a poor layout to start from).
+struct start_layout {
+  std::vector<plan::detail::frame_interval> frames;
+  std::vector<std::size_t> offsets;
+};
+
+inline start_layout random_layout(std::mt19937& random) {
+  start_layout result;
+  result.frames = random_frames(random, 16);
+  std::stable_sort(result.frames.begin(), result.frames.end(),
+                   [](const plan::detail::frame_interval& a, const plan::detail::frame_interval& b) {
+                     return a.start < b.start;
+                   });
+  const std::size_t count = result.frames.size();
+  std::vector<std::size_t> order(count);
+  for (std::size_t f = 0; f < count; ++f) order[f] = f;
+  for (std::size_t k = count; k > 1; --k) std::swap(order[k - 1], order[random() % k]);
+  result.offsets.assign(count, 0);
+  std::vector<char> placed(count, 0);
+  for (std::size_t f : order) {
+    std::vector<plan::detail::byte_range> taken;
+    for (std::size_t q = 0; q < count; ++q) {
+      const bool together = result.frames[q].start < result.frames[f].end && result.frames[f].start < result.frames[q].end;
+      if (placed[q] != 0 && together) taken.emplace_back(result.offsets[q], result.offsets[q] + result.frames[q].bytes);
+    }
+    std::sort(taken.begin(), taken.end());
+    result.offsets[f] = plan::detail::find_gap(taken, result.frames[f].bytes, false);
+    placed[f] = 1;
+  }
+  return result;
 }
 
 }  // namespace graphpool::testing

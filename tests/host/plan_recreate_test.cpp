@@ -19,41 +19,11 @@ using graphpool::testing::check_layout;
 using graphpool::testing::checked_plan;
 using graphpool::testing::most_alive;
 using graphpool::testing::one_layer_chunks;
-using graphpool::testing::random_frames;
+using graphpool::testing::random_layout;
 
 namespace {
 
 constexpr std::size_t MiB = std::size_t{1} << 20;
-
-// Random frames sorted by start, laid out lowest first in a random order (a poor layout to start from).
-struct start_layout {
-  std::vector<detail::frame_interval> frames;
-  std::vector<std::size_t> offsets;
-};
-
-start_layout random_layout(std::mt19937& random) {
-  start_layout result;
-  result.frames = random_frames(random, 16);
-  std::stable_sort(result.frames.begin(), result.frames.end(),
-                   [](const detail::frame_interval& a, const detail::frame_interval& b) { return a.start < b.start; });
-  const std::size_t count = result.frames.size();
-  std::vector<std::size_t> order(count);
-  for (std::size_t f = 0; f < count; ++f) order[f] = f;
-  for (std::size_t k = count; k > 1; --k) std::swap(order[k - 1], order[random() % k]);
-  result.offsets.assign(count, 0);
-  std::vector<char> placed(count, 0);
-  for (std::size_t f : order) {
-    std::vector<detail::byte_range> taken;
-    for (std::size_t q = 0; q < count; ++q) {
-      const bool together = result.frames[q].start < result.frames[f].end && result.frames[f].start < result.frames[q].end;
-      if (placed[q] != 0 && together) taken.emplace_back(result.offsets[q], result.offsets[q] + result.frames[q].bytes);
-    }
-    std::sort(taken.begin(), taken.end());
-    result.offsets[f] = detail::find_gap(taken, result.frames[f].bytes, false);
-    placed[f] = 1;
-  }
-  return result;
-}
 
 }  // namespace
 
@@ -64,7 +34,7 @@ TEST_CASE("ruin and recreate keeps random layouts valid, never higher nor below 
   int at_floor_before = 0;
   for (int round = 0; round < 300; ++round) {
     INFO("round " << round);
-    const start_layout start = random_layout(random);
+    const graphpool::testing::start_layout start = random_layout(random);
     const std::size_t floor = most_alive(start.frames);
     const std::size_t top = detail::top_of(start.frames, start.offsets);
     REQUIRE(check_layout(start.frames, start.offsets, top).empty());

@@ -48,16 +48,24 @@ class order_search {
   /// Searches for a layout under `height`, within `effort` (frames and clauses looked at, spent from).
   /// `hint`: offsets of any layout of the frames (any height; empty: none), whose orders it tries first.
   /// `offsets` receives the layout when found. `seed` other than 0 breaks the first choices' ties at random.
+  /// `pinned` (one entry per frame; null: none): frames held at the offset it gives, at any height, the
+  /// others (`unpinned`) under `height` around them.
   order_verdict under(std::size_t height, const std::vector<std::size_t>& hint, std::size_t& effort,
-                      std::vector<std::size_t>& offsets, unsigned seed = 0) {
-    // The bytes alive at once do not fit (nor, then, a frame taller than the height).
-    if (most_alive_ > height) return order_verdict::none;
-    reset(height, hint, effort, seed);
-    // Frames alike (lifetime and bytes) are interchangeable: the first lies below.
+                      std::vector<std::size_t>& offsets, unsigned seed = 0,
+                      const std::vector<std::size_t>* pinned = nullptr) {
+    // The bytes alive at once do not fit (nor, then, a frame taller than the height); pinned frames may
+    // sit above it.
+    if (pinned == nullptr && most_alive_ > height) return order_verdict::none;
+    reset(height, hint, effort, seed, pinned);
+    auto is_free = [&](int f) { return pinned == nullptr || (*pinned)[static_cast<std::size_t>(f)] == unpinned; };
+    // Free frames alike (lifetime and bytes) are interchangeable: the first lies below.
     for (std::size_t pair = 0; pair < pairs_.size(); ++pair) {
-      const frame_interval& a = frames_[static_cast<std::size_t>(pairs_.first(static_cast<int>(pair)))];
-      const frame_interval& b = frames_[static_cast<std::size_t>(pairs_.second(static_cast<int>(pair)))];
-      if (a.start == b.start && a.end == b.end && a.bytes == b.bytes) choose(static_cast<int>(2 * pair), {});
+      const int first = pairs_.first(static_cast<int>(pair)), second = pairs_.second(static_cast<int>(pair));
+      const frame_interval& a = frames_[static_cast<std::size_t>(first)];
+      const frame_interval& b = frames_[static_cast<std::size_t>(second)];
+      if (a.start == b.start && a.end == b.end && a.bytes == b.bytes && is_free(first) && is_free(second)) {
+        choose(static_cast<int>(2 * pair), {});
+      }
     }
     std::size_t conflicts = 0;
     std::size_t restart_at = restart_unit;
@@ -108,7 +116,8 @@ class order_search {
   }
   void spend(std::size_t cost) { *effort_ = cost > *effort_ ? 0 : *effort_ - cost; }
 
-  void reset(std::size_t height, const std::vector<std::size_t>& hint, std::size_t& effort, unsigned seed) {
+  void reset(std::size_t height, const std::vector<std::size_t>& hint, std::size_t& effort, unsigned seed,
+             const std::vector<std::size_t>* pinned) {
     const std::size_t pairs = pairs_.size();
     effort_ = &effort;
     side_.assign(pairs, -1);
@@ -129,7 +138,7 @@ class order_search {
       for (double& a : activity) a += static_cast<double>(random() % 1024) / 1024.0;
     }
     heap_.reset(std::move(activity));
-    bounds_.reset(height);
+    bounds_.reset(height, pinned);
     trail_.clear();
     levels_.clear();
     parked_.clear();

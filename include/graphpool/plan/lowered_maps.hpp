@@ -12,10 +12,25 @@
 #include "graphpool/plan/copy_table.hpp"
 #include "graphpool/plan/frame_intervals.hpp"
 #include "graphpool/plan/frame_sizes.hpp"
+#include "graphpool/plan/problem.hpp"
 #include "graphpool/plan/schedule.hpp"
 #include "graphpool/plan/slot_map.hpp"
 
 namespace graphpool::plan::detail {
+
+/// The maps and offsets of `chosen` (a plan in offsets mode), as lowered_maps takes a layout.
+[[nodiscard]] inline packed_maps layout_of(const plan& chosen) {
+  packed_maps layout;
+  layout.maps = chosen.slot_maps;
+  layout.offsets.resize(static_cast<std::size_t>(chosen.chunks));
+  for (const planned_frame& f : chosen.frames) {
+    auto& copies = layout.offsets[static_cast<std::size_t>(f.chunk)];
+    if (copies.size() <= static_cast<std::size_t>(f.slot)) copies.resize(static_cast<std::size_t>(f.slot) + 1);
+    copies[static_cast<std::size_t>(f.slot)].push_back(f.offset);
+  }
+  layout.footprint = chosen.saved.footprint_bytes;
+  return layout;
+}
 
 /// `layout` (maps and offsets of the single schedule `s`, its frames of `sizes`) lowered by `lower`,
 /// called as lower(frames, offsets) with the schedule's frames (frames_of: sorted by start) and their

@@ -52,6 +52,9 @@ class frame_pairs {
   std::vector<std::vector<neighbour>> beside_;
 };
 
+/// A frame free to move (order_search::under's `pinned`, offset_bounds::reset's).
+inline constexpr std::size_t unpinned = static_cast<std::size_t>(-1);
+
 /// Every frame's lowest and highest offset under a height, each with the order (a literal of frame_pairs)
 /// that set it last, -1 for the floor or the height. A bound changed by raise or lower is queued for the
 /// search to carry to the frames beside it, and kept on a trail that undo rolls back.
@@ -59,8 +62,9 @@ class offset_bounds {
  public:
   offset_bounds(const std::vector<frame_interval>& frames, const frame_pairs& pairs) : frames_(frames), pairs_(pairs) {}
 
-  /// Every frame anywhere from 0 up to `height` less its bytes; nothing queued or on the trail.
-  void reset(std::size_t height) {
+  /// Every frame anywhere from 0 up to `height` less its bytes, but a frame `pinned` gives an offset
+  /// (not unpinned) held there, at any height; nothing queued or on the trail.
+  void reset(std::size_t height, const std::vector<std::size_t>* pinned = nullptr) {
     const std::size_t count = frames_.size();
     low_.assign(count, 0);
     high_.resize(count);
@@ -68,6 +72,7 @@ class offset_bounds {
     high_why_.assign(count, -1);
     for (std::size_t f = 0; f < count; ++f) {
       high_[f] = static_cast<std::int64_t>(height) - static_cast<std::int64_t>(frames_[f].bytes);
+      if (pinned != nullptr && (*pinned)[f] != unpinned) low_[f] = high_[f] = static_cast<std::int64_t>((*pinned)[f]);
     }
     changes_.clear();
     risen_.clear();
