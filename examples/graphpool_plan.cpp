@@ -153,6 +153,15 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
+    // The planner names the fields of `problem`; here the flags that set them.
+    if (input.rule == slot_rule::mod && input.max_copies != twice_modulo_copies) {
+      throw graphpool::error("--max-copies " + std::to_string(input.max_copies) +
+                             " applies to --slot-rule schedule; add it, or give --slots for the default rule (mod)");
+    }
+    if (input.rule == slot_rule::schedule && input.slots != 0) {
+      throw graphpool::error("--slots " + std::to_string(input.slots) +
+                             " applies to --slot-rule mod; with --slot-rule schedule give --max-copies instead");
+    }
     const plan result = make_plan(input, mode);
     if (json) {
       std::fputs(to_json(result).c_str(), stdout);
