@@ -49,7 +49,8 @@ namespace graphpool::plan {
   row("DSATUR coloring", format_bytes(p.saved.coloring_bytes), format_bytes(p.grad.coloring_bytes));
   row("DSATUR arenas", std::to_string(p.saved.coloring_arenas), std::to_string(p.grad.coloring_arenas));
   if (!p.saved.lower_bound_exact || !p.grad.lower_bound_exact) {
-    text += "* the clique search stopped early: a valid but possibly weaker bound\n";
+    text += "* the clique search did not finish (its effort ran out, or a layout given whole skipped it): a valid\n"
+            "  but possibly weaker bound\n";
   }
   return text;
 }
