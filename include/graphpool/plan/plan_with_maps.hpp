@@ -19,6 +19,7 @@
 #include "graphpool/plan/frame_sizes.hpp"
 #include "graphpool/plan/gradient_parity.hpp"
 #include "graphpool/plan/liveness.hpp"
+#include "graphpool/plan/lowered_maps.hpp"
 #include "graphpool/plan/problem.hpp"
 
 namespace graphpool::plan::detail {
@@ -274,13 +275,13 @@ inline plan& candidate_plan::whole() {
   if (split.copies == chosen.slots || split.copies > budget) return chosen;
   std::vector<std::vector<std::vector<std::size_t>>> layout;  // offsets[chunk][copy][layer], as chosen placed them
   if (mode == assignment::offsets) {
+    const packed_maps placed = layout_of(chosen);
     layout.resize(has_layers.size());
     for (std::size_t c = 0; c < layout.size(); ++c) {
       for (int source : split.source[c]) {
-        std::vector<std::size_t>& copy = layout[c].emplace_back();
-        for (const planned_frame& f : chosen.frames) {
-          if (f.chunk == static_cast<int>(c) && f.slot == source) copy.push_back(f.offset);
-        }
+        layout[c].push_back(c < placed.offsets.size() && static_cast<std::size_t>(source) < placed.offsets[c].size()
+                                ? placed.offsets[c][static_cast<std::size_t>(source)]
+                                : std::vector<std::size_t>{});
       }
     }
   }
