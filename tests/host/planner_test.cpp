@@ -178,13 +178,13 @@ TEST_CASE("bad planner input is rejected with what to change", "[planner][errors
   CHECK_THROWS_WITH(make_plan(q, assignment::offsets), contains_text("cannot be negative"));
   q = p;
   q.overrides = {{0, 2, "cp1", 1}};
-  CHECK_THROWS_WITH(make_plan(q, assignment::offsets), contains_text("override for chunk 0 layer 2: the chunk has 2 layer(s)"));
+  CHECK_THROWS_WITH(make_plan(q, assignment::offsets), contains_text("override chunk=0,layer=2,branch=cp1 (problem::overrides; --frame-bytes in graphpool-plan): chunk 0 has 2 layer(s), 0-based: layer=0..1"));
   q = p;
   q.overrides = {{1, 0, "cp1", 1}};
-  CHECK_THROWS_WITH(make_plan(q, assignment::offsets), contains_text("override for chunk 1: the schedules have 1 chunk(s)"));
+  CHECK_THROWS_WITH(make_plan(q, assignment::offsets), contains_text("override chunk=1,layer=0,branch=cp1 (problem::overrides; --frame-bytes in graphpool-plan): the schedules have 1 chunk(s), 0-based: chunk=0..0"));
   q = p;
   q.overrides = {{0, 0, "cp9", 1}};
-  CHECK_THROWS_WITH(make_plan(q, assignment::offsets), contains_text("names branch 'cp9', which is not declared"));
+  CHECK_THROWS_WITH(make_plan(q, assignment::offsets), contains_text("override chunk=0,layer=0,branch=cp9 (problem::overrides; --frame-bytes in graphpool-plan): branch 'cp9' is not declared"));
   q = p;
   q.branches[0].saved_per_layer = static_cast<std::size_t>(-1);
   CHECK_THROWS_WITH(make_plan(q, assignment::offsets), contains_text("branch 'cp1' saved bytes of 18446744073709551615 bytes is more than"));
