@@ -116,6 +116,10 @@ TEST_CASE("lowering by windows keeps random layouts valid, never higher nor belo
     lowered += after < top ? 1 : 0;
     CHECK(detail::window_lower(start.frames, start.offsets, floor, 5'000'000) == offsets);  // deterministic
     CHECK(detail::window_lower(start.frames, start.offsets, floor, 0) == start.offsets);    // no effort: unchanged
+    const std::vector<std::size_t> seeded =
+        detail::window_lower(start.frames, start.offsets, floor, 5'000'000, detail::window_retry_seeds);
+    CHECK(check_layout(start.frames, seeded, top).empty());
+    CHECK(detail::top_of(start.frames, seeded) >= floor);
     const std::vector<std::size_t> rounds =
         detail::window_rounds_lower(start.frames, start.offsets, floor, 5'000'000, 200'000, 3);
     CHECK(check_layout(start.frames, rounds, top).empty());
@@ -136,4 +140,18 @@ TEST_CASE("windows bring PP 8 rank 5 VPP 4 M 128 of random chunk sizes from 8.6%
                     << " MiB");
   CHECK(result.saved.live_bound_bytes == 7707 * MiB);
   CHECK(result.saved.footprint_bytes * 100 <= result.saved.live_bound_bytes * 105);
+}
+
+TEST_CASE("the last pass of windows, three seeds each, brings PP 8 rank 3 VPP 4 M 128 from 1.0773 to 1.0741",
+          "[plan][window]") {
+  // Chunks of 302, 147, 202 and 276 MiB (a case of --random-sizes 1:48): three rounds of windows with one seed
+  // and ruin and recreate end at 8511 MiB of the 7900 MiB live bound; the windows they leave undecided,
+  // tried again with seeds 1 and 2, settle at 8485 MiB.
+  const problem p = one_layer_chunks(schedule::interleaved(8, 3, 128, 4, 8),
+                                     {302 * MiB, 147 * MiB, 202 * MiB, 276 * MiB});
+  const plan result = checked_plan(p);
+  INFO("footprint " << result.saved.footprint_bytes / MiB << " MiB, live bound " << result.saved.live_bound_bytes / MiB
+                    << " MiB");
+  CHECK(result.saved.live_bound_bytes == 7900 * MiB);
+  CHECK(result.saved.footprint_bytes <= 8485 * MiB);
 }

@@ -34,15 +34,22 @@ inline constexpr std::size_t window_band_divisors[] = {0, 2, 4};
 /// The most frames one window moves; a larger one is skipped.
 inline constexpr std::size_t window_most_free = 150;
 
-/// Steps (the conflict-driven search's) one window may take before it is given up.
+/// Steps (the conflict-driven search's) one window may take before it is given up, per seed.
 inline constexpr std::size_t window_search_effort = 2'000'000;
+
+/// Seeds the last pass of window_rounds_lower tries a window with: seed 0 takes the first choices as the
+/// hint orders them; seeds 1 and 2, tried where it runs out, break their ties at random. A window one seed
+/// runs out on, another often settles; in the rounds before, one seed, so that the retries spend no effort
+/// the rounds would have spent lowering (tried in every pass, they left two plans of 96 higher).
+inline constexpr unsigned window_retry_seeds = 3;
 
 /// Lays out anew the frames of `frames` alive in [from, to) (of those, only those whose top is above
 /// `height - band`, with band 0: all) under `height`, every frame alive beside them pinned at `offsets`;
-/// on success writes their offsets there. Spends from `effort`. False: no layout found (nothing changed).
+/// on success writes their offsets there. The search runs with seed 0, then, while it runs out, seeds 1 ..
+/// `seeds` - 1. Spends from `effort`. False: no layout found (nothing changed).
 inline bool window_relayout(const std::vector<frame_interval>& frames, std::vector<std::size_t>& offsets,
                             std::size_t from, std::size_t to, std::size_t band, std::size_t height,
-                            std::size_t& effort) {
+                            std::size_t& effort, unsigned seeds = 1) {
   auto moves = [&](std::size_t f) {
     return frames[f].start < to && frames[f].end > from && (band == 0 || offsets[f] + frames[f].bytes + band > height);
   };
@@ -70,11 +77,14 @@ inline bool window_relayout(const std::vector<frame_interval>& frames, std::vect
   }
   effort -= std::min(effort, window.size() * window.size() / 2);  // the pairs alive together
   order_search search(window);
-  std::size_t run = std::min(effort, window_search_effort);
-  const std::size_t given = run;
   std::vector<std::size_t> placed;
-  const order_verdict verdict = search.under(height, hint, run, placed, 0, &pinned);
-  effort -= given - run;
+  order_verdict verdict = order_verdict::unknown;
+  for (unsigned seed = 0; seed < seeds && verdict == order_verdict::unknown && effort > 0; ++seed) {
+    std::size_t run = std::min(effort, window_search_effort);
+    const std::size_t given = run;
+    verdict = search.under(height, hint, run, placed, seed, &pinned);
+    effort -= given - run;
+  }
   if (verdict != order_verdict::found) return false;
   for (std::size_t k = 0; k < ids.size(); ++k) offsets[ids[k]] = placed[k];
   return true;
@@ -83,10 +93,11 @@ inline bool window_relayout(const std::vector<frame_interval>& frames, std::vect
 /// @return `offsets` (a layout of `frames`) lowered a unit at a time toward `floor` (no layout is lower):
 /// at each height, every frame above it is brought under it by laying out anew a window around it
 /// (window_relayout: margins and bands from the smallest), until none is above it or none of a frame's
-/// windows finds room; within `effort` steps. Deterministic: the same layout for the same input.
+/// windows finds room; within `effort` steps, each window searched with `seeds` seeds (window_relayout).
+/// Deterministic: the same layout for the same input.
 [[nodiscard]] inline std::vector<std::size_t> window_lower(const std::vector<frame_interval>& frames,
                                                            std::vector<std::size_t> offsets, std::size_t floor,
-                                                           std::size_t effort) {
+                                                           std::size_t effort, unsigned seeds = 1) {
   const std::size_t unit = byte_unit(frames);
   for (std::size_t top = top_of(frames, offsets); top > floor && top >= unit && effort > 0;) {
     const std::size_t height = top - unit;
@@ -99,7 +110,7 @@ inline bool window_relayout(const std::vector<frame_interval>& frames, std::vect
           for (std::size_t margin : window_margins) {
             const std::size_t from = frames[f].start > margin ? frames[f].start - margin : 0;
             done = window_relayout(frames, offsets, from, frames[f].end + margin, divisor == 0 ? 0 : height / divisor,
-                                   height, effort);
+                                   height, effort, seeds);
             if (done || effort == 0) break;
           }
           if (done || effort == 0) break;
@@ -118,7 +129,7 @@ inline bool window_relayout(const std::vector<frame_interval>& frames, std::vect
 /// `recreate_effort`) from where it leaves them, `rounds` times or until the floor: each starts the other
 /// from a layout it did not make (ruin and recreate also moves frames without lowering the top, which can
 /// give the windows room again: PP 8 rank 3 VPP 4 M 128 of 302, 147, 202 and 276 MiB comes lower only in a
-/// second round).
+/// second round); then one pass of windows more, each tried with `window_retry_seeds` seeds.
 [[nodiscard]] inline std::vector<std::size_t> window_rounds_lower(const std::vector<frame_interval>& frames,
                                                                   std::vector<std::size_t> offsets, std::size_t floor,
                                                                   std::size_t window_effort,
@@ -127,6 +138,7 @@ inline bool window_relayout(const std::vector<frame_interval>& frames, std::vect
     offsets = window_lower(frames, std::move(offsets), floor, window_effort);
     offsets = recreate_lower(frames, std::move(offsets), floor, recreate_effort);
   }
+  if (top_of(frames, offsets) > floor) offsets = window_lower(frames, std::move(offsets), floor, window_effort, window_retry_seeds);
   return offsets;
 }
 
