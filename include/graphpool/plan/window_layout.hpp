@@ -138,7 +138,9 @@ inline bool window_relayout(const std::vector<frame_interval>& frames, std::vect
     offsets = window_lower(frames, std::move(offsets), floor, window_effort);
     offsets = recreate_lower(frames, std::move(offsets), floor, recreate_effort);
   }
-  if (top_of(frames, offsets) > floor) offsets = window_lower(frames, std::move(offsets), floor, window_effort, window_retry_seeds);
+  if (top_of(frames, offsets) > floor) {
+    offsets = window_lower(frames, std::move(offsets), floor, window_effort, window_retry_seeds);
+  }
   return offsets;
 }
 
