@@ -78,21 +78,22 @@ struct frame_sizes {
   }
   for (const saved_bytes_override& o : p.overrides) {
     // Named as graphpool-plan's --frame-bytes spells it, so a user of either finds the one to change.
-    const std::string named = "planner: saved bytes override chunk=" + std::to_string(o.chunk) +
-                              ",layer=" + std::to_string(o.layer) + ",branch=" + o.branch +
-                              " (problem::overrides; --frame-bytes in graphpool-plan): ";
+    auto named = [&o] {
+      return "planner: saved bytes override chunk=" + std::to_string(o.chunk) + ",layer=" + std::to_string(o.layer) +
+             ",branch=" + o.branch + " (problem::overrides; --frame-bytes in graphpool-plan): ";
+    };
     if (o.chunk < 0 || o.chunk >= chunks) {
-      throw error(named + "the schedules have " + std::to_string(chunks) + " chunk(s), 0-based: chunk=0.." +
+      throw error(named() + "the schedules have " + std::to_string(chunks) + " chunk(s), 0-based: chunk=0.." +
                   std::to_string(chunks - 1));
     }
     const int layers = sizes.layers_per_chunk[static_cast<std::size_t>(o.chunk)];
     if (o.layer < 0 || o.layer >= layers) {
-      throw error(named + "chunk " + std::to_string(o.chunk) + " has " + std::to_string(layers) +
+      throw error(named() + "chunk " + std::to_string(o.chunk) + " has " + std::to_string(layers) +
                   " layer(s), 0-based: layer=0.." + std::to_string(layers - 1));
     }
     const auto found = std::find(sizes.branches.begin(), sizes.branches.end(), o.branch);
     if (found == sizes.branches.end()) {
-      throw error(named + "branch '" + o.branch + "' is not declared; declare it (problem::branches, --branch) "
+      throw error(named() + "branch '" + o.branch + "' is not declared; declare it (problem::branches, --branch) "
                   "or name a declared one");
     }
     saved[static_cast<std::size_t>(o.chunk)][static_cast<std::size_t>(o.layer)]
