@@ -15,7 +15,7 @@ or on the top of a rectangle alive beside it, which rests on another, and so on:
 sizes. With few distinct sizes those are far fewer heights than the byte units under the top (two sizes
 of 77 and 40 MiB, a 77 under 688 MiB: 72 of 612), and CP-SAT settles the same questions 3 to 20 times faster.
 
-usage: graphpool_bench_planner_quality --misses misses.json;
+usage: graphpool_bench_planner_quality --misses misses.json [--misses-above RATIO];
        slot_rule_optimum.py [--target-only] [--target RATIO] misses.json [SECONDS [SCHEDULES]]
 (SECONDS per schedule, default 60; a union solves up to SCHEDULES of its schedules, heaviest first and of those the
 longest first, default all,
