@@ -10,9 +10,9 @@ of schedules lays every one of them out over one set of copies, so it needs at l
 optimum of its schedules: a lower bound.
 
 Every rectangle's height is searched among sums of the rectangles' sizes only. Any packing stays a
-packing, no taller, when each rectangle in turn is lowered as far as it goes; then each one rests on 0
-or on the top of a rectangle alive beside it, which rests on another, and so on: its height is a sum of
-sizes. With few distinct sizes those are far fewer heights than the byte units under the top (two sizes
+packing, no taller, when its rectangles are lowered one at a time as far as each goes, again and again
+until none moves (every move lowers a unit or more, so this ends); then each one rests on 0 or on the
+top of a rectangle alive beside it, which rests on another, and so on: its height is a sum of sizes. With few distinct sizes those are far fewer heights than the byte units under the top (two sizes
 of 77 and 40 MiB, a 77 under 688 MiB: 72 of 612), and CP-SAT settles the same questions 3 to 20 times faster.
 
 usage: graphpool_bench_planner_quality --misses misses.json [--misses-above RATIO];
