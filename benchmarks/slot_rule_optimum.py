@@ -12,8 +12,9 @@ optimum of its schedules: a lower bound.
 Every rectangle's height is searched among sums of the rectangles' sizes only. Any packing stays a
 packing, no taller, when its rectangles are lowered one at a time as far as each goes, again and again
 until none moves (every move lowers a unit or more, so this ends); then each one rests on 0 or on the
-top of a rectangle alive beside it, which rests on another, and so on: its height is a sum of sizes. With few distinct sizes those are far fewer heights than the byte units under the top (two sizes
-of 77 and 40 MiB, a 77 under 688 MiB: 72 of 612), and CP-SAT settles the same questions 3 to 20 times faster.
+top of a rectangle alive beside it, which rests on another, and so on: its height is a sum of sizes.
+With few distinct sizes those are far fewer heights than the byte units under the top (two sizes of 77
+and 40 MiB, a 77 under 688 MiB: 72 of 612), and CP-SAT settles the same questions 3 to 20 times faster.
 
 usage: graphpool_bench_planner_quality --misses misses.json [--misses-above RATIO];
        slot_rule_optimum.py [--target-only] [--target RATIO] misses.json [SECONDS [SCHEDULES]]
@@ -46,34 +47,50 @@ def resting_heights(sizes, top):
     return [height for height in range(top + 1) if reached[height]]
 
 
-def height_variables(model, rectangles, unit, top):
-    """A variable per rectangle: its height, in units, among the resting heights under `top` units."""
-    sizes = sorted({b // unit for _, _, b in rectangles})
-    resting = resting_heights(sizes, top)
-    return [model.NewIntVarFromDomain(cp_model.Domain.FromValues([h for h in resting if h + b // unit <= top]), f"y{i}")
-            for i, (_, _, b) in enumerate(rectangles)]
+def packing_model(rectangles, unit, top):
+    """A CP-SAT model of `rectangles` [start, end, bytes] packed under `top` units of `unit` bytes, and each
+    rectangle's height variable (in units, among the resting heights)."""
+    resting = resting_heights(sorted({b // unit for _, _, b in rectangles}), top)
+    domains = {}  # per size: the resting heights it fits under the top at
+    model = cp_model.CpModel()
+    xs, ys, heights = [], [], []
+    for i, (start, end, b) in enumerate(rectangles):
+        size = b // unit
+        if size not in domains:
+            domains[size] = cp_model.Domain.FromValues([h for h in resting if h + size <= top])
+        y = model.NewIntVarFromDomain(domains[size], f"y{i}")
+        heights.append(y)
+        xs.append(model.NewFixedSizeIntervalVar(start, end - start, f"x{i}"))
+        ys.append(model.NewFixedSizeIntervalVar(y, size, f"yi{i}"))
+    model.AddNoOverlap2D(xs, ys)
+    return model, heights
+
+
+def byte_unit(rectangles):
+    """The largest number of bytes every rectangle's size is a multiple of."""
+    unit = 0
+    for _, _, b in rectangles:
+        unit = math.gcd(unit, b)
+    return unit
+
+
+def solve(model, seconds):
+    """`model` solved by CP-SAT on 2 workers within `seconds`: (solver, status)."""
+    solver = cp_model.CpSolver()
+    solver.parameters.max_time_in_seconds = seconds
+    solver.parameters.num_workers = 2
+    return solver, solver.Solve(model)
 
 
 def optimum(rectangles, upper, seconds):
     """(lower bound, best height found) of packing `rectangles` [start, end, bytes] under `upper`."""
-    unit = 0
-    for _, _, b in rectangles:
-        unit = math.gcd(unit, b)
-    model = cp_model.CpModel()
+    unit = byte_unit(rectangles)
+    model, heights = packing_model(rectangles, unit, upper // unit)
     height = model.NewIntVar(0, upper // unit, "height")
-    xs, ys = [], []
-    heights = height_variables(model, rectangles, unit, upper // unit)
-    for i, (start, end, b) in enumerate(rectangles):
-        xs.append(model.NewFixedSizeIntervalVar(start, end - start, f"x{i}"))
-        y = heights[i]
+    for y, (_, _, b) in zip(heights, rectangles):
         model.Add(y + b // unit <= height)
-        ys.append(model.NewFixedSizeIntervalVar(y, b // unit, f"yi{i}"))
-    model.AddNoOverlap2D(xs, ys)
     model.Minimize(height)
-    solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = seconds
-    solver.parameters.num_workers = 2
-    status = solver.Solve(model)
+    solver, status = solve(model, seconds)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return int(solver.BestObjectiveBound()) * unit, None
     return int(solver.BestObjectiveBound()) * unit, int(solver.ObjectiveValue()) * unit
@@ -82,23 +99,11 @@ def optimum(rectangles, upper, seconds):
 def fits(rectangles, height, seconds):
     """Whether `rectangles` pack under `height`: True (a packing found), False (proven not), None (unknown).
     A fixed height is a much easier question for CP-SAT than the least height."""
-    unit = 0
-    for _, _, b in rectangles:
-        unit = math.gcd(unit, b)
     if any(b > height for _, _, b in rectangles):
         return False
-    model = cp_model.CpModel()
-    xs, ys = [], []
-    heights = height_variables(model, rectangles, unit, height // unit)
-    for i, (start, end, b) in enumerate(rectangles):
-        xs.append(model.NewFixedSizeIntervalVar(start, end - start, f"x{i}"))
-        y = heights[i]
-        ys.append(model.NewFixedSizeIntervalVar(y, b // unit, f"yi{i}"))
-    model.AddNoOverlap2D(xs, ys)
-    solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = seconds
-    solver.parameters.num_workers = 2
-    status = solver.Solve(model)
+    unit = byte_unit(rectangles)
+    model, _ = packing_model(rectangles, unit, height // unit)
+    _, status = solve(model, seconds)
     if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return True
     return False if status == cp_model.INFEASIBLE else None
