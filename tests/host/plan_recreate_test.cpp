@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cstddef>
-#include <random>
 #include <vector>
 
 #include "catch.hpp"
@@ -13,13 +12,15 @@
 #include "graphpool/plan/recreate_layout.hpp"
 #include "checked_plan.hpp"
 #include "frame_layouts.hpp"
+#include "lowering_check.hpp"
 
 using namespace graphpool::plan;
 using graphpool::testing::check_layout;
 using graphpool::testing::checked_plan;
-using graphpool::testing::most_alive;
 using graphpool::testing::one_layer_chunks;
-using graphpool::testing::random_layout;
+using graphpool::testing::check_lowering;
+using graphpool::testing::lowering_tally;
+using graphpool::testing::start_layout;
 
 namespace {
 
@@ -29,28 +30,11 @@ constexpr std::size_t MiB = std::size_t{1} << 20;
 
 TEST_CASE("ruin and recreate keeps random layouts valid, never higher nor below the floor, and lowers some",
           "[plan][recreate]") {
-  std::mt19937 random(5);
-  int lowered = 0;
-  int at_floor_before = 0;
-  for (int round = 0; round < 300; ++round) {
-    INFO("round " << round);
-    const graphpool::testing::start_layout start = random_layout(random);
-    const std::size_t floor = most_alive(start.frames);
-    const std::size_t top = detail::top_of(start.frames, start.offsets);
-    REQUIRE(check_layout(start.frames, start.offsets, top).empty());
-    const std::vector<std::size_t> offsets = detail::recreate_lower(start.frames, start.offsets, floor, 200'000);
-    CHECK(check_layout(start.frames, offsets, top).empty());
-    const std::size_t after = detail::top_of(start.frames, offsets);
-    CHECK(after >= floor);
-    if (top == floor) {
-      ++at_floor_before;
-      CHECK(offsets == start.offsets);  // nothing to lower
-    }
-    if (after < top) ++lowered;
-    CHECK(detail::recreate_lower(start.frames, start.offsets, floor, 200'000) == offsets);  // deterministic
-  }
-  INFO(lowered << " of " << 300 - at_floor_before << " layouts above the floor lowered");
-  CHECK(lowered * 2 > 300 - at_floor_before);
+  const lowering_tally tally = check_lowering(5, 300, [](const start_layout& start, std::size_t floor) {
+    return detail::recreate_lower(start.frames, start.offsets, floor, 200'000);
+  });
+  INFO(tally.lowered << " of " << tally.above_floor << " layouts above the floor lowered");
+  CHECK(tally.lowered * 2 > tally.above_floor);
 }
 
 TEST_CASE("ruin and recreate brings frames stacked in a column, none alive together, down to the floor",

@@ -15,13 +15,17 @@
 #include "graphpool/plan/window_layout.hpp"
 #include "checked_plan.hpp"
 #include "frame_layouts.hpp"
+#include "lowering_check.hpp"
 
 using namespace graphpool::plan;
 using graphpool::testing::check_layout;
 using graphpool::testing::checked_plan;
 using graphpool::testing::most_alive;
 using graphpool::testing::one_layer_chunks;
+using graphpool::testing::check_lowering;
+using graphpool::testing::lowering_tally;
 using graphpool::testing::random_layout;
+using graphpool::testing::start_layout;
 
 namespace {
 
@@ -44,7 +48,7 @@ TEST_CASE("the conflict-driven search holds pinned frames and lays the others ou
   std::mt19937 random(23);
   for (int round = 0; round < 200; ++round) {
     INFO("round " << round);
-    const graphpool::testing::start_layout start = random_layout(random);
+    const start_layout start = random_layout(random);
     const std::vector<detail::frame_interval>& frames = start.frames;
     // A good layout to pin from: the random one lowered as far as the search goes.
     const std::vector<std::size_t> layout = detail::learned_lower(frames, start.offsets, most_alive(frames), 2'000'000);
@@ -99,34 +103,26 @@ TEST_CASE("the conflict-driven search proves where pinned frames leave no room",
 
 TEST_CASE("lowering by windows keeps random layouts valid, never higher nor below the floor, and lowers some",
           "[plan][window]") {
-  std::mt19937 random(9);
-  int lowered = 0;
-  int above_floor = 0;
-  for (int round = 0; round < 200; ++round) {
-    INFO("round " << round);
-    const graphpool::testing::start_layout start = random_layout(random);
-    const std::size_t floor = most_alive(start.frames);
-    const std::size_t top = detail::top_of(start.frames, start.offsets);
-    const std::vector<std::size_t> offsets = detail::window_lower(start.frames, start.offsets, floor, 5'000'000);
-    CHECK(check_layout(start.frames, offsets, top).empty());
-    const std::size_t after = detail::top_of(start.frames, offsets);
-    CHECK(after >= floor);
-    if (top == floor) CHECK(offsets == start.offsets);  // nothing to lower
-    above_floor += top > floor ? 1 : 0;
-    lowered += after < top ? 1 : 0;
-    CHECK(detail::window_lower(start.frames, start.offsets, floor, 5'000'000) == offsets);  // deterministic
-    CHECK(detail::window_lower(start.frames, start.offsets, floor, 0) == start.offsets);    // no effort: unchanged
-    const std::vector<std::size_t> seeded =
-        detail::window_lower(start.frames, start.offsets, floor, 5'000'000, detail::window_retry_seeds);
-    CHECK(check_layout(start.frames, seeded, top).empty());
-    CHECK(detail::top_of(start.frames, seeded) >= floor);
-    const std::vector<std::size_t> rounds =
-        detail::window_rounds_lower(start.frames, start.offsets, floor, 5'000'000, 200'000, 3);
-    CHECK(check_layout(start.frames, rounds, top).empty());
-    CHECK(detail::top_of(start.frames, rounds) <= after);  // its first round is window_lower's
-  }
-  INFO(lowered << " of " << above_floor << " layouts above the floor lowered");
-  CHECK(lowered * 2 > above_floor);
+  const lowering_tally tally = check_lowering(
+      9, 200,
+      [](const start_layout& start, std::size_t floor) {
+        return detail::window_lower(start.frames, start.offsets, floor, 5'000'000);
+      },
+      [](const start_layout& start, std::size_t floor, const std::vector<std::size_t>& lowered) {
+        const std::size_t top = detail::top_of(start.frames, start.offsets);
+        CHECK(detail::window_lower(start.frames, start.offsets, floor, 0) == start.offsets);  // no effort: unchanged
+        const std::vector<std::size_t> seeded =
+            detail::window_lower(start.frames, start.offsets, floor, 5'000'000, detail::window_retry_seeds);
+        CHECK(check_layout(start.frames, seeded, top).empty());
+        CHECK(detail::top_of(start.frames, seeded) >= floor);
+        const std::vector<std::size_t> rounds =
+            detail::window_rounds_lower(start.frames, start.offsets, floor, 5'000'000, 200'000, 3);
+        CHECK(check_layout(start.frames, rounds, top).empty());
+        // Its first round is window_lower's.
+        CHECK(detail::top_of(start.frames, rounds) <= detail::top_of(start.frames, lowered));
+      });
+  INFO(tally.lowered << " of " << tally.above_floor << " layouts above the floor lowered");
+  CHECK(tally.lowered * 2 > tally.above_floor);
 }
 
 TEST_CASE("windows bring PP 8 rank 5 VPP 4 M 128 of random chunk sizes from 8.6% above the live bound under 5%",

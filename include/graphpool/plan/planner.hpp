@@ -25,6 +25,7 @@
 #include "graphpool/plan/problem.hpp"
 #include "graphpool/plan/recreate_layout.hpp"
 #include "graphpool/plan/region_maps.hpp"
+#include "graphpool/plan/rising_layout.hpp"
 #include "graphpool/plan/schedule.hpp"
 #include "graphpool/plan/slot_map.hpp"
 #include "graphpool/plan/window_layout.hpp"
@@ -47,8 +48,9 @@ namespace graphpool::plan {
 /// repeated (periodic_layout.hpp: kept only where lower than every layout before it, so it stops early
 /// elsewhere; a union's counts with a short last group have that tail laid out afresh, periodic_replay.hpp);
 /// and frames under a height, backing up where one does not fit. A single schedule with no copy limit still
-/// above the live bound after them has its lowest layout lowered by ruin and recreate (recreate_effort), then
-/// by the conflict-driven search over which frame lies below which (learned_effort).
+/// above the live bound after them has its lowest layout lowered by the rising search at heights under it
+/// (rising_lower_effort), by ruin and recreate (recreate_effort), then by the conflict-driven search over
+/// which frame lies below which (learned_effort).
 inline constexpr packing layout_packings[] = {
     {packing_order::start, true, false, 0},
     {packing_order::rising, true, false, 0, 200'000'000},
@@ -66,6 +68,10 @@ inline constexpr packing layout_packings[] = {
     {packing_order::periodic, true, false, 0, 20'000'000},
     {packing_order::bounded, true, true, 0, 4'000'000},
 };
+
+/// @brief Sections the rising search may look at (rising_lower) over the heights it tries under the lowest
+/// layout of a single schedule above the live bound with no copy limit: 16 heights, about 3 s at most.
+inline constexpr std::size_t rising_lower_effort = 16 * detail::rising_height_effort;
 
 /// @brief Frames ruin and recreate may look at (recreate_layout.hpp) on a single schedule above the live
 /// bound with no copy limit: about 3 s on PP 8 VPP 4 M 128 (512 frames), which take 15-25 s before it.
@@ -213,14 +219,19 @@ inline constexpr int window_rounds = 3;
     chosen.saved.lower_bound_exact = true;
     return chosen;
   };
-  // A single schedule with no copy limit still above the live bound: its lowest layout lowered by ruin and
-  // recreate (a few frames out and back in, many times: recreate_layout.hpp). Each microbatch may open a
-  // copy of its own there; with a limit the copies the moved frames open rarely fit it.
+  // A single schedule with no copy limit still above the live bound: the rising search at heights between
+  // the live bound and its lowest layout, then that layout lowered by ruin and recreate (a few frames out
+  // and back in, many times: recreate_layout.hpp). Each microbatch may open a copy of its own there; with a
+  // limit the copies the moved frames open rarely fit it.
   // Then the conflict-driven search from the layout it leaves, a unit under its top at a time: it finds
   // layouts near a given one that moving a few frames does not, and proves where none is lower.
   if (least.valid && least.footprint > live_bound && p.schedules.size() == 1 && p.max_copies == 0) {
     const schedule& s = p.schedules.front();
     packed_maps lowered = detail::lowered_maps(s, sizes, budget, least, [&](const auto& frames, auto offsets) {
+      return detail::rising_lower(frames, std::move(offsets), live_bound, rising_lower_effort);
+    });
+    if (smaller(lowered, least)) least = std::move(lowered);
+    lowered = detail::lowered_maps(s, sizes, budget, least, [&](const auto& frames, auto offsets) {
       return detail::recreate_lower(frames, std::move(offsets), live_bound, recreate_effort);
     });
     if (smaller(lowered, least)) least = std::move(lowered);
