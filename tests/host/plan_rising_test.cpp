@@ -21,13 +21,13 @@
 
 using namespace graphpool::plan;
 using graphpool::testing::check_layout;
+using graphpool::testing::check_lowering;
 using graphpool::testing::checked_plan;
+using graphpool::testing::lowering_tally;
 using graphpool::testing::lowest_packed;
 using graphpool::testing::most_alive;
 using graphpool::testing::one_layer_chunks;
 using graphpool::testing::random_frames;
-using graphpool::testing::check_lowering;
-using graphpool::testing::lowering_tally;
 using graphpool::testing::start_layout;
 using graphpool::testing::total_bytes;
 using graphpool::testing::with_twins;
@@ -138,8 +138,8 @@ TEST_CASE("rising_lower keeps random layouts valid, never higher nor below the f
 TEST_CASE("rising_lower takes PP 4 rank 0 VPP 4 M 24 of unequal chunks from 4.8% above the live bound to under 3%",
           "[plan][rising]") {
   // Chunks of 117, 64, 123 and 213 MiB (a case of graphpool_bench_planner_quality --random-sizes 2:48): the
-  // rising search at 5% above the live bound, which the planner's other searches end at too, lays them out
-  // at 2536 MiB, 1.048 of the 2419 MiB live bound; at heights under that, to under 1.03 (CP-SAT finds 2478).
+  // rising search at 5% above the live bound lays them out at 2536 MiB, 1.048 of the 2419 MiB live bound,
+  // where make_plan ended before rising_lower; at heights under that, under 1.03 (CP-SAT finds 2478 MiB).
   const std::vector<std::vector<std::size_t>> frame_bytes = {{117 * MiB}, {64 * MiB}, {123 * MiB}, {213 * MiB}};
   const std::vector<detail::frame_interval> frames =
       detail::frames_of(frame_bytes, detail::lifetimes_of(schedule::interleaved(4, 0, 24, 4, 4)));
