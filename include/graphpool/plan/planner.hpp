@@ -17,16 +17,14 @@
 #include "graphpool/error.hpp"
 #include "graphpool/plan/frame_placement.hpp"
 #include "graphpool/plan/frame_sizes.hpp"
-#include "graphpool/plan/learned_layout.hpp"
 #include "graphpool/plan/liveness.hpp"
 #include "graphpool/plan/lowered_maps.hpp"
 #include "graphpool/plan/packed_maps.hpp"
 #include "graphpool/plan/plan_with_maps.hpp"
 #include "graphpool/plan/problem.hpp"
-#include "graphpool/plan/recreate_layout.hpp"
 #include "graphpool/plan/region_maps.hpp"
-#include "graphpool/plan/rising_layout.hpp"
 #include "graphpool/plan/schedule.hpp"
+#include "graphpool/plan/single_lowering.hpp"
 #include "graphpool/plan/slot_map.hpp"
 #include "graphpool/plan/window_layout.hpp"
 
@@ -68,26 +66,6 @@ inline constexpr packing layout_packings[] = {
     {packing_order::periodic, true, false, 0, 20'000'000},
     {packing_order::bounded, true, true, 0, 4'000'000},
 };
-
-/// @brief Sections the rising search may look at (rising_lower) over the heights it tries under the lowest
-/// layout of a single schedule above the live bound with no copy limit: 16 heights, about 3 s at most.
-inline constexpr std::size_t rising_lower_effort = 16 * detail::rising_height_effort;
-
-/// @brief Frames ruin and recreate may look at (recreate_layout.hpp) on a single schedule above the live
-/// bound with no copy limit: about 3 s on PP 8 VPP 4 M 128 (512 frames), which take 15-25 s before it.
-inline constexpr std::size_t recreate_effort = 60'000'000;
-
-/// @brief Frames and clauses the conflict-driven search may look at (learned_layout.hpp) after ruin and
-/// recreate, over the heights it lowers the layout through (in runs of detail::learned_run_effort): at most
-/// about 2 s on this machine.
-inline constexpr std::size_t learned_effort = 150'000'000;
-
-/// @brief One more run where those give up at a height, for a proof (which the plan's lower bound reports):
-/// at most about 0.6 s more.
-inline constexpr std::size_t learned_proof_effort = 60'000'000;
-
-/// @brief The most frames it searches: it keeps every pair of frames alive together.
-inline constexpr std::size_t learned_frames_limit = 640;
 
 /// @brief Steps the window search may take (window_layout.hpp) in each of its rounds on the chosen plan
 /// of a single schedule with no copy limit still above its bound, each round followed by ruin and recreate
@@ -166,10 +144,6 @@ inline constexpr int window_rounds = 3;
   const std::size_t live_bound = peak_live_bytes(p.schedules, sizes.chunk_bytes);
   packed_maps packed[2];  // [0]: greedy orders and the bounded search; [1]: the sweep
   packed[0].valid = packed[1].valid = false;
-  auto smaller = [](const packed_maps& a, const packed_maps& b) {
-    return a.valid && (!b.valid || a.footprint < b.footprint ||
-                       (a.footprint == b.footprint && copies_used(a.maps) < copies_used(b.maps)));
-  };
   // Equal frames: the packing by forward time fits the most alive at once with the fewest copies; the
   // height-bounded search cannot do better and opens more copies.
   std::size_t first_bytes = 0;  // of the first frame that has any
@@ -206,10 +180,10 @@ inline constexpr int window_rounds = 3;
     }
     packed_maps candidate = pack_maps(p.schedules, sizes.bytes, budget, here);
     packed_maps& kept = packed[how.order == packing_order::sweep ? 1 : 0];
-    if (smaller(candidate, kept)) kept = std::move(candidate);
+    if (detail::smaller_layout(candidate, kept)) kept = std::move(candidate);
     if (kept.valid && kept.footprint <= live_bound) break;
   }
-  packed_maps& least = smaller(packed[1], packed[0]) ? packed[1] : packed[0];
+  packed_maps& least = detail::smaller_layout(packed[1], packed[0]) ? packed[1] : packed[0];
   // The schedule rule's saved-frame bound holds for every map, not only for the chosen copies (their
   // heaviest clique bounds only the placement of those copies, which came from the layout itself): no map
   // lays the frames out under the live bound, nor under a height the conflict-driven search proves least.
@@ -219,43 +193,11 @@ inline constexpr int window_rounds = 3;
     chosen.saved.lower_bound_exact = true;
     return chosen;
   };
-  // A single schedule with no copy limit still above the live bound: the rising search at heights between
-  // the live bound and its lowest layout, then that layout lowered by ruin and recreate (a few frames out
-  // and back in, many times: recreate_layout.hpp). Each microbatch may open a copy of its own there; with a
-  // limit the copies the moved frames open rarely fit it.
-  // Then the conflict-driven search from the layout it leaves, a unit under its top at a time: it finds
-  // layouts near a given one that moving a few frames does not, and proves where none is lower.
+  // A single schedule with no copy limit still above the live bound: its layout lowered by the searches of
+  // single_lowering.hpp (each microbatch may open a copy of its own there; with a limit the copies the moved
+  // frames open rarely fit it).
   if (least.valid && least.footprint > live_bound && p.schedules.size() == 1 && p.max_copies == 0) {
-    const schedule& s = p.schedules.front();
-    const packed_maps packed_least = least;
-    packed_maps lowered = detail::lowered_maps(s, sizes, budget, least, [&](const auto& frames, auto offsets) {
-      return detail::rising_lower(frames, std::move(offsets), live_bound, rising_lower_effort);
-    });
-    if (smaller(lowered, least)) least = std::move(lowered);
-    // Ruin and recreate from the rising search's layout, and where that is lower, from the packed one too, which
-    // is kept unless the other ends lower: from a lower start the stages can end higher (PP 2 rank 0 VPP 2 M 24 of
-    // eight layers: 2508 against 2505 MiB; PP 4 rank 0 VPP 4 M 24 of three layers: windows lower only the latter).
-    auto recreated = [&](const packed_maps& from) {
-      return detail::lowered_maps(s, sizes, budget, from, [&](const auto& frames, auto offsets) {
-        return detail::recreate_lower(frames, std::move(offsets), live_bound, recreate_effort);
-      });
-    };
-    const bool rising_lowered = least.footprint != packed_least.footprint;
-    lowered = recreated(least);
-    if (smaller(lowered, least)) least = std::move(lowered);
-    if (rising_lowered) {
-      packed_maps from_packed = recreated(packed_least);
-      if (from_packed.valid && from_packed.footprint <= least.footprint) least = std::move(from_packed);
-    }
-    lowered = detail::lowered_maps(s, sizes, budget, least, [&](const auto& frames, auto offsets) {
-      if (frames.size() > learned_frames_limit) return offsets;
-      bool proven = false;
-      offsets = detail::learned_lower(frames, std::move(offsets), live_bound, learned_effort, &proven,
-                                      detail::learned_run_effort, learned_proof_effort);
-      if (proven) least_saved = detail::top_of(frames, offsets);
-      return offsets;
-    });
-    if (smaller(lowered, least)) least = std::move(lowered);
+    least = detail::lowered_single(p.schedules.front(), sizes, budget, std::move(least), live_bound, least_saved);
   }
   if (least.valid && least.footprint <= live_bound) {
     const int copies = copies_used(least.maps);
