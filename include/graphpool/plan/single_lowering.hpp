@@ -49,33 +49,32 @@ namespace detail {
 }
 
 /// `least`, the lowest packed layout of the single schedule `s` (frames of `sizes`, at most `budget` copies
-/// a chunk), lowered: by the rising search at heights between `live_bound` and its top; by ruin and recreate
-/// (a few frames out and back in, many times), from the rising search's layout and, where that is lower,
-/// from `least` too, whose path is kept unless the other ends lower (from a lower start the later stages
-/// can end higher: PP 2 rank 0 VPP 2 M 24 of eight layers, 2508 against 2505 MiB; PP 4 rank 0 VPP 4 M 24
-/// of three layers, where the windows lower only the older path's layout); then by the conflict-driven
+/// a chunk), lowered: by ruin and recreate (a few frames out and back in, many times), from `least` and,
+/// where the rising search at heights between `live_bound` and its top finds a lower layout, from that one
+/// too, whose path is kept only where it ends lower (from a lower start the later stages can end higher: PP
+/// 2 rank 0 VPP 2 M 24 of eight layers, 2508 against 2505 MiB; PP 4 rank 0 VPP 4 M 24 of three layers, where
+/// the windows lower only the packed path's layout); then by the conflict-driven
 /// search from the layout left, a unit under its top at a time, which finds layouts near a given one that
 /// moving a few frames does not. Where that search proves no layout lower, `least_saved` becomes its top.
 [[nodiscard]] inline packed_maps lowered_single(const schedule& s, const frame_sizes& sizes, int budget,
                                                 packed_maps least, std::size_t live_bound,
                                                 std::size_t& least_saved) {
-  const packed_maps packed_least = least;
-  packed_maps lowered = lowered_maps(s, sizes, budget, least, [&](const auto& frames, auto offsets) {
-    return rising_lower(frames, std::move(offsets), live_bound, rising_lower_effort);
-  });
-  if (smaller_layout(lowered, least)) least = std::move(lowered);
   auto recreated = [&](const packed_maps& from) {
     return lowered_maps(s, sizes, budget, from, [&](const auto& frames, auto offsets) {
       return recreate_lower(frames, std::move(offsets), live_bound, recreate_effort);
     });
   };
-  const bool rising_lowered = least.footprint != packed_least.footprint;
-  lowered = recreated(least);
-  if (smaller_layout(lowered, least)) least = std::move(lowered);
-  if (rising_lowered) {
-    packed_maps from_packed = recreated(packed_least);
-    if (from_packed.valid && from_packed.footprint <= least.footprint) least = std::move(from_packed);
+  // lowered_maps returns a valid layout only where it is lower than the one it was given.
+  packed_maps rising = lowered_maps(s, sizes, budget, least, [&](const auto& frames, auto offsets) {
+    return rising_lower(frames, std::move(offsets), live_bound, rising_lower_effort);
+  });
+  if (rising.valid) {
+    packed_maps from_rising = recreated(rising);
+    if (smaller_layout(from_rising, rising)) rising = std::move(from_rising);
   }
+  packed_maps lowered = recreated(least);
+  if (smaller_layout(lowered, least)) least = std::move(lowered);
+  if (rising.valid && rising.footprint < least.footprint) least = std::move(rising);
   lowered = lowered_maps(s, sizes, budget, least, [&](const auto& frames, auto offsets) {
     if (frames.size() > learned_frames_limit) return offsets;
     bool proven = false;
