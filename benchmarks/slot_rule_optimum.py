@@ -163,7 +163,7 @@ def window_main(window, cases, seconds, target_ratio):
         rectangles = case["schedules"][0]["rectangles"]
         target = target_ratio or 1.05
         packs, held = fits_window(rectangles, int(target * live), start, end, seconds)
-        verdict = {True: "packs (no proof)", None: "undecided"}.get(packs)
+        verdict = {True: "the window packs (the schedule: undecided)", None: "undecided"}.get(packs)
         if packs is False:
             verdict = "target unreachable (proven)"
             # A packing's top is a sum of the sizes (a lowered packing's is): none between the target and the
