@@ -12,6 +12,7 @@
 
 #include "catch.hpp"
 #include "graphpool/plan/learned_layout.hpp"
+#include "graphpool/plan/learned_lower.hpp"
 #include "graphpool/plan/planner.hpp"
 #include "graphpool/plan/rising_layout.hpp"
 #include "checked_plan.hpp"

@@ -11,7 +11,7 @@
 #include "graphpool/plan/copy_table.hpp"
 #include "graphpool/plan/frame_intervals.hpp"
 #include "graphpool/plan/frame_sizes.hpp"
-#include "graphpool/plan/learned_layout.hpp"
+#include "graphpool/plan/learned_lower.hpp"
 #include "graphpool/plan/lowered_maps.hpp"
 #include "graphpool/plan/recreate_layout.hpp"
 #include "graphpool/plan/rising_layout.hpp"
