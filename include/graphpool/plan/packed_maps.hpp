@@ -9,7 +9,6 @@
 #include <iterator>
 #include <numeric>
 #include <optional>
-#include <random>
 #include <utility>
 #include <vector>
 
@@ -101,39 +100,7 @@ namespace graphpool::plan {
           ? detail::sweep_anchor(frame_bytes, items, live[anchor], budget, how.search_effort, restarts, squeaky,
                                    hints.frames, how.begin_permille)
           : detail::place_anchor(frame_bytes, chunk_bytes, items, order, budget, how);
-  std::mt19937 random(1);
-  std::size_t current = best.valid ? best.footprint : static_cast<std::size_t>(-1);
-  // A step re-places every microbatch against those placed before it: fewer steps on longer schedules
-  // (a fixed budget of pairs keeps planning quick and deterministic).
-  const std::size_t pairs_per_step = std::max<std::size_t>(items.size() * items.size(), 1);
-  const int steps = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(std::max(how.search_steps, 0)),
-                                                           1'000'000 / pairs_per_step));
-  for (int step = 0; step < steps && best.valid && best.footprint > live[anchor]; ++step) {
-    const detail::anchor_layout& last = best;
-    std::vector<std::size_t> critical;
-    for (std::size_t p = 0; p < order.size(); ++p) {
-      const std::ptrdiff_t id = last.copy_of[order[p]];
-      if (id >= 0 && last.copies.top(static_cast<std::size_t>(id)) == last.footprint) critical.push_back(p);
-    }
-    std::vector<std::size_t> next = order;
-    if (critical.empty() || random() % 4 == 0) {
-      std::swap(next[random() % next.size()], next[random() % next.size()]);
-    } else {
-      const std::size_t from = critical[random() % critical.size()];
-      if (from == 0) continue;
-      const std::size_t to = static_cast<std::size_t>(random() % from);
-      const std::size_t moved = next[from];
-      next.erase(next.begin() + static_cast<std::ptrdiff_t>(from));
-      next.insert(next.begin() + static_cast<std::ptrdiff_t>(to), moved);
-    }
-    detail::anchor_layout candidate = detail::place_anchor(frame_bytes, chunk_bytes, items, next, budget, how);
-    if (candidate.valid && candidate.footprint <= current) {
-      current = candidate.footprint;
-      order = std::move(next);
-      if (candidate.footprint < best.footprint ||
-          candidate.copies.size() <= best.copies.size()) best = std::move(candidate);
-    }
-  }
+  detail::squeaky_steps(frame_bytes, chunk_bytes, items, order, budget, how, live[anchor], best);
   const std::size_t give_up_at = how.below == 0 ? static_cast<std::size_t>(-1) : how.below;
   if (!best.valid || best.footprint >= give_up_at) {
     result.valid = false;
@@ -161,7 +128,6 @@ namespace graphpool::plan {
   // Every other count replayed; false where one finds no copy within the budget, or the footprint
   // reaches `give_up_at`.
   auto replay_counts = [&](bool lower_frames, std::size_t give_up_at) {
-    std::vector<int> blocked(copies.size(), 0);
     // Search effort for the replays: over the copies (bounded), or each schedule swept by itself (sweep).
     std::size_t replay_effort = how.search_effort;
     std::size_t tail_effort = how.search_effort;  // periodic: the counts' tails laid out afresh
@@ -246,36 +212,13 @@ namespace graphpool::plan {
           continue;
         }
       }
-      blocked.assign(copies.size(), 0);
-      std::vector<std::size_t> alive;  // copy ids
-      std::vector<std::vector<std::size_t>> id_of(static_cast<std::size_t>(s.chunks()),
-                                                  std::vector<std::size_t>(static_cast<std::size_t>(s.microbatches())));
-      for (const event& e : s.events()) {
-        if (chunk_bytes[static_cast<std::size_t>(e.chunk)] == 0) continue;
-        std::size_t& mine = id_of[static_cast<std::size_t>(e.chunk)][static_cast<std::size_t>(e.microbatch)];
-        if (e.kind == phase::backward) {
-          for (std::size_t other : copies.overlapping(mine)) --blocked[other];
-          alive.erase(std::find(alive.begin(), alive.end(), mine));
-          continue;
-        }
-        const std::ptrdiff_t id = detail::choose_copy(copies, e.chunk, blocked, result.footprint, budget, how, [&] {
-          std::vector<detail::byte_range> taken;
-          for (std::size_t a : alive) taken.insert(taken.end(), copies.blocks(a).begin(), copies.blocks(a).end());
-          std::sort(taken.begin(), taken.end());
-          return taken;
-        });
-        if (id < 0) return false;
-        blocked.resize(copies.size(), 0);  // a new copy lies clear of every live one
-        mine = static_cast<std::size_t>(id);
-        for (std::size_t other : copies.overlapping(mine)) ++blocked[other];
-        alive.push_back(mine);
-        result.footprint = std::max(result.footprint, copies.top(mine));
-        map.slots[static_cast<std::size_t>(e.chunk)][static_cast<std::size_t>(e.microbatch)] = copies.index(mine);
-      }
+      const std::optional<std::vector<std::vector<std::size_t>>> id_of =
+          detail::replay_by_events(copies, s, chunk_bytes, budget, how, result.footprint, map);
+      if (!id_of) return false;
       for (std::size_t c = 0; c < previous.size(); ++c) {
         previous[c].assign(static_cast<std::size_t>(s.microbatches()), -1);
         if (chunk_bytes[c] == 0) continue;
-        for (std::size_t m = 0; m < previous[c].size(); ++m) previous[c][m] = static_cast<std::ptrdiff_t>(id_of[c][m]);
+        for (std::size_t m = 0; m < previous[c].size(); ++m) previous[c][m] = static_cast<std::ptrdiff_t>((*id_of)[c][m]);
       }
     }
     return result.footprint < give_up_at;
