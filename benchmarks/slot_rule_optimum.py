@@ -103,19 +103,6 @@ def optimum(rectangles, upper, seconds):
     return int(solver.BestObjectiveBound()) * unit, int(solver.ObjectiveValue()) * unit
 
 
-def fits(rectangles, height, seconds):
-    """Whether `rectangles` pack under `height`: True (a packing found), False (proven not), None (unknown).
-    A fixed height is a much easier question for CP-SAT than the least height."""
-    if any(b > height for _, _, b in rectangles):
-        return False
-    unit = byte_unit(rectangles)
-    model, _ = packing_model(rectangles, unit, height // unit)
-    _, status = solve(model, seconds)
-    if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        return True
-    return False if status == cp_model.INFEASIBLE else None
-
-
 def add_levels(model, rectangles, heights, unit, top):
     """Constraints every packing under `top` units meets, which help CP-SAT prove that none exists: at a moment
     when the largest rectangles alive fill the height so far that one more would not fit (n of size w with
@@ -136,19 +123,20 @@ def add_levels(model, rectangles, heights, unit, top):
         model.AddAllDifferent([levels[i] for i in alive])
 
 
-def fits_window(rectangles, height, start, end, seconds):
-    """Whether `rectangles` clipped to events [start, end) pack under `height` (with add_levels' constraints):
-    True, False (proven not: then neither do `rectangles`) or None (unknown), and how many rectangles it held."""
-    window = [(max(s, start), min(e, end), b) for s, e, b in rectangles if s < end and e > start]
-    if any(b > height for _, _, b in window):
-        return False, len(window)
-    unit = byte_unit(window)
-    model, heights = packing_model(window, unit, height // unit)
-    add_levels(model, window, heights, unit, height // unit)
+def fits(rectangles, height, seconds, levels=False):
+    """Whether `rectangles` pack under `height`: True (a packing found), False (proven not), None (unknown).
+    A fixed height is a much easier question for CP-SAT than the least height. `levels`: with add_levels'
+    constraints."""
+    if any(b > height for _, _, b in rectangles):
+        return False
+    unit = byte_unit(rectangles)
+    model, heights = packing_model(rectangles, unit, height // unit)
+    if levels:
+        add_levels(model, rectangles, heights, unit, height // unit)
     _, status = solve(model, seconds)
     if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        return True, len(window)
-    return (False if status == cp_model.INFEASIBLE else None), len(window)
+        return True
+    return False if status == cp_model.INFEASIBLE else None
 
 
 def window_main(window, cases, seconds, target_ratio):
@@ -162,7 +150,9 @@ def window_main(window, cases, seconds, target_ratio):
         planned = case["schedule_rule_bytes"]
         rectangles = case["schedules"][0]["rectangles"]
         target = target_ratio or 1.05
-        packs, held = fits_window(rectangles, int(target * live), start, end, seconds)
+        # Clipped to the window: any packing of the schedule is one of the window.
+        clipped = [(max(s, start), min(e, end), b) for s, e, b in rectangles if s < end and e > start]
+        packs = fits(clipped, int(target * live), seconds, levels=True)
         verdict = {True: "the window packs (the schedule: undecided)", None: "undecided"}.get(packs)
         if packs is False:
             verdict = "target unreachable (proven)"
@@ -173,7 +163,7 @@ def window_main(window, cases, seconds, target_ratio):
             if tops[-1] * unit <= target * live:
                 verdict += f"; optimum {planned >> 20} MiB ({planned / live:.3f}): the planner's"
         print(f"{case['name']}: live {live >> 20} MiB, planner {planned >> 20} MiB ({planned / live:.3f}), "
-              f"events [{start}, {end}) ({held} rectangles) under {target} x the live bound: {verdict}", flush=True)
+              f"events [{start}, {end}) ({len(clipped)} rectangles) under {target} x the live bound: {verdict}", flush=True)
 
 
 def main():
