@@ -5,10 +5,8 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
 #include <exception>
 #include <string>
-#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -16,46 +14,13 @@
 #include "graphpool/detail/format.hpp"
 #include "graphpool/error.hpp"
 #include "graphpool/ids.hpp"
+#include "graphpool/memory/arena_records.hpp"
 #include "graphpool/memory/arena_statistics.hpp"
 #include "graphpool/memory/branch_view.hpp"
 #include "graphpool/memory/layout.hpp"
+#include "graphpool/memory/upstream_reservation.hpp"
 
 namespace graphpool {
-
-namespace detail {
-
-struct slot_record {
-  std::string name;
-  std::uint32_t arena = 0;
-  std::size_t offset = 0;  // where the slot's branches start inside the arena
-  std::vector<placed_branch> branches;
-};
-
-struct arena_record {
-  std::string name;
-  std::vector<std::uint32_t> slots;
-  std::size_t offset = 0;  // where the arena starts inside the one reservation; set by reserve()
-  std::size_t bytes = 0;
-  std::size_t alignment = 1;
-};
-
-/// @brief True when `Upstream` maps one physical arena at several addresses (one window per branch).
-template <class Upstream, class = void>
-struct has_windows : std::false_type {};
-template <class Upstream>
-struct has_windows<Upstream, std::void_t<decltype(std::declval<std::vector<void*>&>() =
-                                                      std::declval<Upstream&>().allocate_windows(
-                                                          std::size_t{}, std::size_t{}, std::size_t{}))>>
-    : std::true_type {};
-
-/// @brief True when `Upstream` can say how much device memory it holds (`reserved_bytes()`).
-template <class Upstream, class = void>
-struct has_reserved_bytes : std::false_type {};
-template <class Upstream>
-struct has_reserved_bytes<Upstream, std::void_t<decltype(std::size_t{std::declval<const Upstream&>().reserved_bytes()})>>
-    : std::true_type {};
-
-}  // namespace detail
 
 /// @brief Arenas for slots whose branches are mutually exclusive: an arena is the max over its
 /// branches, never the sum, and slots whose lifetimes never overlap may share one arena.
@@ -87,7 +52,7 @@ template <class Upstream>
 class arena_allocator final {
  public:
   /// @brief An allocator that will take its arenas from `upstream`, which must outlive it.
-  explicit arena_allocator(Upstream& upstream) noexcept : upstream_(upstream) {}
+  explicit arena_allocator(Upstream& upstream) noexcept : upstream_(upstream), reservation_(upstream) {}
 
   arena_allocator(const arena_allocator&) = delete;
   arena_allocator& operator=(const arena_allocator&) = delete;
@@ -148,7 +113,7 @@ class arena_allocator final {
       if (b.name == name) throw error(where + ": the slot already has a branch of that name");
     }
     if (!record.branches.empty()) {
-      check_same_outputs(record, record.branches.front(), name, layout);
+      detail::check_same_outputs(record.name, record.branches.front(), name, layout);
     }
     detail::placed_branch placed = detail::place_branch(where, std::move(name), std::move(layout));
     static_cast<void>(detail::checked_add(record.offset, placed.extent, where + " at offset " + std::to_string(record.offset)));
@@ -184,7 +149,7 @@ class arena_allocator final {
     }
     std::vector<std::size_t> offsets;
     for (detail::arena_record& a : arenas_) {
-      const arena_statistics need = need_of(a);
+      const arena_statistics need = detail::need_of(a, slots_);
       a.bytes = need.bytes;
       a.alignment = need.alignment;
       total = detail::checked_align_up(total, a.alignment, "reserve: arena '" + a.name + "'");
@@ -192,29 +157,19 @@ class arena_allocator final {
       total = detail::checked_add(total, a.bytes, "reserve: arena '" + a.name + "'");
       alignment = std::max(alignment, a.alignment);
     }
-    const std::size_t held_before = upstream_held();
-    if (total > 0) acquire(total, alignment, windows);
-    const std::size_t held_after = upstream_held();
-    upstream_bytes_ = held_after > held_before ? held_after - held_before : 0;
+    try {
+      reservation_.take(total, alignment, windows);
+    } catch (const std::exception& e) {
+      upstream_failed(total, windows, e);
+    }
     for (std::size_t a = 0; a < arenas_.size(); ++a) arenas_[a].offset = offsets[a];
-    reserved_bytes_ = total;
-    reservation_alignment_ = alignment;
     reserved_ = true;
   }
 
   /// @brief Returns the reservation to the upstream; views become invalid and declarations may continue.
   void release() noexcept {
     if (!reserved_) return;
-    if (!bases_.empty()) {
-      if constexpr (detail::has_windows<Upstream>::value) {
-        upstream_.deallocate_windows(bases_, reserved_bytes_, reservation_alignment_);
-      } else {
-        upstream_.deallocate_sync(bases_.front(), reserved_bytes_, reservation_alignment_);
-      }
-    }
-    bases_.clear();
-    reserved_bytes_ = 0;
-    upstream_bytes_ = 0;
+    reservation_.give_back();
     reserved_ = false;
   }
 
@@ -233,11 +188,8 @@ class arena_allocator final {
       throw error("view: slot '" + record.name + "' branch '" + record.branches[branch.index].name +
                   "' has no address yet; call reserve() first");
     }
-    std::byte* base = nullptr;
-    if (!bases_.empty()) {
-      const std::size_t window = detail::has_windows<Upstream>::value ? branch.index : 0;
-      base = static_cast<std::byte*>(bases_[window]) + arenas_[record.arena].offset + record.offset;
-    }
+    std::byte* base = reservation_.base(branch.index);
+    if (base != nullptr) base += arenas_[record.arena].offset + record.offset;
     return branch_view(&record.branches[branch.index], base, &record.name);
   }
 
@@ -272,11 +224,11 @@ class arena_allocator final {
     }
     std::size_t total = 0;
     for (const detail::arena_record& a : arenas_) {
-      stats.arenas.push_back(need_of(a));
+      stats.arenas.push_back(detail::need_of(a, slots_));
       total = align_up(total, stats.arenas.back().alignment) + stats.arenas.back().bytes;
     }
-    stats.reserved_bytes = reserved_ ? reserved_bytes_ : total;
-    stats.upstream_bytes = upstream_bytes_;
+    stats.reserved_bytes = reserved_ ? reservation_.bytes() : total;
+    stats.upstream_bytes = reservation_.upstream_bytes();
     return stats;
   }
 
@@ -323,92 +275,22 @@ class arena_allocator final {
     return const_cast<detail::slot_record&>(std::as_const(*this).slot_at(slot, call));
   }
 
-  static void check_same_outputs(const detail::slot_record& slot, const detail::placed_branch& first,
-                                 const std::string& name, const branch_layout& layout) {
-    const std::vector<part>& expected = first.layout.outputs;
-    const std::size_t common = std::min(expected.size(), layout.outputs.size());
-    const std::string both = "slot '" + slot.name + "': branch '" + name + "' and branch '" + first.name + "'";
-    const std::string fix = "; branches of a slot share output storage and must declare identical outputs";
-    for (std::size_t i = 0; i < common; ++i) {
-      if (layout.outputs[i] != expected[i]) {
-        throw error(both + " differ at output part " + std::to_string(i) + ": " + layout.outputs[i].describe() +
-                    " vs " + expected[i].describe() + fix);
-      }
-    }
-    if (layout.outputs.size() != expected.size()) {
-      throw error(both + " differ at output part " + std::to_string(common) + ": branch '" + name + "' declares " +
-                  std::to_string(layout.outputs.size()) + " output part(s), branch '" + first.name + "' " +
-                  std::to_string(expected.size()) + fix);
-    }
-  }
-
-  /// The arena's size, alignment and window count: the max over the branches of its slots, each at
-  /// its slot's offset. The first branch seen sets the size; a later one only when strictly larger.
-  [[nodiscard]] arena_statistics need_of(const detail::arena_record& arena) const {
-    arena_statistics need;
-    need.name = arena.name;
-    need.slots = arena.slots.size();
-    bool sized = false;
-    for (std::uint32_t s : arena.slots) {
-      const detail::slot_record& slot = slots_[s];
-      need.windows = std::max(need.windows, slot.branches.size());
-      for (const detail::placed_branch& b : slot.branches) {
-        need.alignment = std::max(need.alignment, detail::alignment_of(b.layout));
-        const std::size_t end = slot.offset + b.extent;
-        if (!sized || end > need.bytes) {
-          need.bytes = end;
-          need.largest_slot = slot.name;
-          need.largest_branch = b.name;
-          sized = true;
-        }
-      }
-    }
-    return need;
-  }
-
-  [[nodiscard]] std::size_t upstream_held() const {
-    if constexpr (detail::has_reserved_bytes<Upstream>::value) {
-      return upstream_.reserved_bytes();
-    } else {
-      return 0;
-    }
-  }
-
-  void acquire(std::size_t total, std::size_t alignment, std::size_t windows) {
-    try {
-      if constexpr (detail::has_windows<Upstream>::value) {
-        bases_ = upstream_.allocate_windows(total, alignment, windows);
-        if (bases_.size() != windows) {
-          std::vector<void*> returned = std::move(bases_);
-          bases_.clear();
-          upstream_.deallocate_windows(returned, total, alignment);
-          throw error("the upstream returned " + std::to_string(returned.size()) + " window(s) for " +
-                      std::to_string(windows) + " requested");
-        }
-      } else {
-        bases_.assign(1, upstream_.allocate_sync(total, alignment));
-      }
-    } catch (const std::exception& e) {
-      bases_.clear();
-      const auto* cause = dynamic_cast<const error*>(&e);
-      const auto largest = std::max_element(arenas_.begin(), arenas_.end(), [](const auto& a, const auto& b) {
-        return a.bytes < b.bytes;
-      });
-      throw error("reserve: " + std::to_string(arenas_.size()) + " arena(s) of " + detail::format_bytes(total) + " (" +
-                      std::to_string(total) + " bytes, " + std::to_string(windows) + " window(s); the largest is arena '" +
-                      largest->name + "' of " + detail::format_bytes(largest->bytes) +
-                      ") could not be taken from the upstream: " + e.what(),
-                  cause != nullptr ? cause->cuda_code() : 0);
-    }
+  [[noreturn]] void upstream_failed(std::size_t total, std::size_t windows, const std::exception& e) const {
+    const auto* cause = dynamic_cast<const error*>(&e);
+    const auto largest = std::max_element(arenas_.begin(), arenas_.end(), [](const auto& a, const auto& b) {
+      return a.bytes < b.bytes;
+    });
+    throw error("reserve: " + std::to_string(arenas_.size()) + " arena(s) of " + detail::format_bytes(total) + " (" +
+                    std::to_string(total) + " bytes, " + std::to_string(windows) + " window(s); the largest is arena '" +
+                    largest->name + "' of " + detail::format_bytes(largest->bytes) +
+                    ") could not be taken from the upstream: " + e.what(),
+                cause != nullptr ? cause->cuda_code() : 0);
   }
 
   Upstream& upstream_;
   std::vector<detail::arena_record> arenas_;
   std::vector<detail::slot_record> slots_;
-  std::vector<void*> bases_;  // the reservation: one base per window (one for a plain upstream)
-  std::size_t reserved_bytes_ = 0;
-  std::size_t reservation_alignment_ = 1;
-  std::size_t upstream_bytes_ = 0;
+  detail::upstream_reservation<Upstream> reservation_;  // the one request, taken by reserve()
   bool reserved_ = false;
 };
 

@@ -53,6 +53,27 @@ inline placed_branch place_branch(const std::string& where, std::string name, br
   return placed;
 }
 
+/// @brief Refuses a branch `name` of slot `slot` whose outputs differ from the slot's `first` branch's
+/// (branches of a slot share output storage), naming both branches and the first differing part.
+inline void check_same_outputs(const std::string& slot, const placed_branch& first, const std::string& name,
+                               const branch_layout& layout) {
+  const std::vector<part>& expected = first.layout.outputs;
+  const std::size_t common = std::min(expected.size(), layout.outputs.size());
+  const std::string both = "slot '" + slot + "': branch '" + name + "' and branch '" + first.name + "'";
+  const std::string fix = "; branches of a slot share output storage and must declare identical outputs";
+  for (std::size_t i = 0; i < common; ++i) {
+    if (layout.outputs[i] != expected[i]) {
+      throw error(both + " differ at output part " + std::to_string(i) + ": " + layout.outputs[i].describe() + " vs " +
+                  expected[i].describe() + fix);
+    }
+  }
+  if (layout.outputs.size() != expected.size()) {
+    throw error(both + " differ at output part " + std::to_string(common) + ": branch '" + name + "' declares " +
+                std::to_string(layout.outputs.size()) + " output part(s), branch '" + first.name + "' " +
+                std::to_string(expected.size()) + fix);
+  }
+}
+
 [[nodiscard]] inline std::size_t alignment_of(const branch_layout& layout) {
   std::size_t result = 1;
   for (const part& p : layout.outputs) result = std::max(result, p.alignment());
