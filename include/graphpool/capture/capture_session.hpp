@@ -7,7 +7,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
 #include <string>
 #include <utility>
 #include <vector>
@@ -16,89 +15,10 @@
 #include "graphpool/detail/format.hpp"
 #include "graphpool/error.hpp"
 #include "graphpool/alignment.hpp"
+#include "graphpool/capture/capture_options.hpp"
+#include "graphpool/capture/graph_executable.hpp"
 
 namespace graphpool {
-
-class capture_session;
-
-/// @brief What a persistent request is for: an output consumers read (identical in every branch),
-/// or a tensor the branch saves for its own backward.
-enum class persistent_kind { output, saved };
-
-/// @brief Where a session's persistent requests go. Implementations: capture/persistent_memory.hpp.
-class persistent_memory {
- public:
-  virtual ~persistent_memory() = default;
-  /// @brief Serves a persistent request made while `session` captures.
-  virtual void* allocate(capture_session& session, persistent_kind kind, std::size_t bytes, std::size_t alignment) = 0;
-  /// @brief Forgets every request since the capture began (the capture failed).
-  virtual void rollback() noexcept = 0;
-  /// @brief The capture succeeded.
-  virtual void commit() {}
-};
-
-/// @brief An instantiated graph (and the graph it came from), destroyed together.
-class graph_executable final {
- public:
-  graph_executable() = default;
-  graph_executable(cudaGraphExec_t exec, cudaGraph_t graph, bool owns_graph) noexcept
-      : exec_(exec), graph_(graph), owns_graph_(owns_graph) {}
-  graph_executable(const graph_executable&) = delete;
-  graph_executable& operator=(const graph_executable&) = delete;
-  graph_executable(graph_executable&& other) noexcept { swap(other); }
-  graph_executable& operator=(graph_executable&& other) noexcept {
-    graph_executable(std::move(other)).swap(*this);
-    return *this;
-  }
-  ~graph_executable() {
-    if (exec_ != nullptr) GRAPHPOOL_CUDA_REPORT(cudaGraphExecDestroy(exec_));
-    if (graph_ != nullptr && owns_graph_) GRAPHPOOL_CUDA_REPORT(cudaGraphDestroy(graph_));
-  }
-
-  /// @brief Launches the graph on `stream`.
-  void launch(cudaStream_t stream) const {
-    GRAPHPOOL_CUDA_TRY(cudaGraphLaunch(exec_, stream), "graph_executable::launch");
-  }
-
-  [[nodiscard]] cudaGraphExec_t get() const noexcept { return exec_; }
-  [[nodiscard]] cudaGraph_t graph() const noexcept { return graph_; }
-  [[nodiscard]] explicit operator bool() const noexcept { return exec_ != nullptr; }
-
- private:
-  void swap(graph_executable& other) noexcept {
-    std::swap(exec_, other.exec_);
-    std::swap(graph_, other.graph_);
-    std::swap(owns_graph_, other.owns_graph_);
-  }
-
-  cudaGraphExec_t exec_ = nullptr;
-  cudaGraph_t graph_ = nullptr;
-  bool owns_graph_ = false;
-};
-
-/// @brief How a session captures.
-struct capture_options {
-  /// Stream capture mode: thread-local by default; global and relaxed selectable.
-  cudaStreamCaptureMode mode = cudaStreamCaptureModeThreadLocal;
-  /// When set, capture into this graph (cudaStreamBeginCaptureToGraph) for frameworks that build
-  /// graphs node by node; the graph stays the caller's.
-  cudaGraph_t into = nullptr;
-  /// Upload the executable to this stream after instantiation (cudaGraphUpload), so the first launch
-  /// does not pay the physical mapping of its memory nodes. nullptr: no upload.
-  cudaStream_t upload_stream = nullptr;
-  bool upload = false;
-};
-
-/// @brief What one capture did.
-struct capture_report {
-  std::string slot;
-  std::string branch;
-  std::size_t persistent_requests = 0;
-  std::size_t persistent_bytes = 0;
-  std::size_t transient_allocations = 0;
-  std::size_t transient_bytes = 0;
-  std::size_t transients_freed_at_end = 0;  ///< still held when the capture ended: freed at the graph's end
-};
 
 /// @brief Captures one branch of one slot on a stream (RAII).
 ///
