@@ -57,7 +57,7 @@ struct memory_range {
 ///
 /// Use: check_claim() then claim() around a forward's enqueue (or claim() alone: it checks too),
 /// check_release() before a backward's enqueue and release() after it; unclaim() undoes a claim
-/// whose launch failed. Thread-safety: every member may be called from several threads at once (one
+/// whose launch failed. guarded_forward() and guarded_backward() do each in that order around a launch. Thread-safety: every member may be called from several threads at once (one
 /// mutex; the guard is a debugging aid, and a disabled guard takes no lock: its calls return at once).
 class slot_guard final {
  public:
@@ -115,6 +115,27 @@ class slot_guard final {
         return;
       }
     }
+  }
+
+  /// @brief claim(), then `launch()` (the enqueue of `frame`'s forward over `range`); when the launch
+  /// throws, unclaim() before rethrowing. A forward refused or failed holds nothing.
+  template <class Launch>
+  void guarded_forward(const frame_label& frame, const memory_range& range, Launch&& launch) {
+    claim(frame, range);
+    try {
+      launch();
+    } catch (...) {
+      unclaim(frame);
+      throw;
+    }
+  }
+
+  /// @brief check_release(), `launch()` (the enqueue of `frame`'s backward), then release().
+  template <class Launch>
+  void guarded_backward(const frame_label& frame, Launch&& launch) {
+    check_release(frame);
+    launch();
+    release(frame);
   }
 
   /// @return how many frames are live now.

@@ -25,6 +25,7 @@
 #include "graphpool/capture/frame_capture.hpp"
 #include "graphpool/capture/frame_memory.hpp"
 #include "graphpool/capture/graph_bank.hpp"
+#include "graphpool/capture/microbatch_frames.hpp"
 #include "graphpool/capture/persistent_memory.hpp"
 #include "graphpool/capture/slot_guard.hpp"
 #include "graphpool/capture/variant_plan.hpp"
@@ -78,13 +79,8 @@ class variant_graphs final {
   /// schedules that disagree with the layer counts.
   variant_graphs(Upstream& upstream, variant_model model, variant_options options = {})
       : one_in_flight_(model.schedules.empty()), model_(detail::checked_model(std::move(model))), options_(options),
-        upstream_(upstream), guard_(options.guard, model_.branches) {
-    measurement_.assign(model_.layers_per_chunk.size(), {});
-    for (std::size_t c = 0; c < measurement_.size(); ++c) {
-      measurement_[c].assign(static_cast<std::size_t>(model_.layers_per_chunk[c]),
-                             std::vector<detail::measured_layer>(model_.branches.size()));
-    }
-  }
+        upstream_(upstream), guard_(options.guard, model_.branches), measurement_(detail::empty_measurement(model_)),
+        frames_(model_, one_in_flight_) {}
 
   variant_graphs(const variant_graphs&) = delete;
   variant_graphs& operator=(const variant_graphs&) = delete;
@@ -101,11 +97,7 @@ class variant_graphs final {
     const detail::measurement reserved_for = reserved() ? measurement_ : detail::measurement{};
     forward_ = std::move(forward);
     backward_ = std::move(backward);
-    for (auto& chunk : measurement_) {
-      for (auto& layer : chunk) {
-        for (detail::measured_layer& m : layer) m = {};
-      }
-    }
+    measurement_ = detail::empty_measurement(model_);
     measured_ = false;
     for (std::uint32_t c = 0; c < measurement_.size(); ++c) {
       for (std::uint32_t b = 0; b < model_.branches.size(); ++b) {
@@ -151,8 +143,7 @@ class variant_graphs final {
     if (measured_) detail::check_plan(planned, model_, measurement_);
     arenas_.reset();  // a new plan, new declarations
     plan_ = std::move(planned);
-    first_frame_ = detail::first_frames(plan_.value());
-    map_ = plan_->slot_maps.size() == 1 ? &plan_->slot_maps.front() : nullptr;
+    frames_.use(plan_.value());
   }
 
   /// @brief Takes the plan's memory from the upstream in one request: the saved-tensor frames at their
@@ -188,7 +179,7 @@ class variant_graphs final {
           detail::replaying_memory memory = detail::frame_memories(*arenas_, p, model_, measurement_, chunk_id{c},
                                                                    slot_id{s}, branch_id{b});
           auto one = [&](graph_phase phase, std::uint32_t l) {
-            const std::size_t frame = first_frame_[c] + s * layers + l;
+            const std::size_t frame = frames_.frame_of(chunk_id{c}, slot_id{s}, layer_id{l});
             const std::string name = detail::describe_frame(p.frames[frame]) + " " + to_string(phase);
             captured[slot_of(frame, branch_id{b}, phase)] = run_capture(stream, name, branch_id{b}, [&](Session& session) {
               try {
@@ -225,11 +216,8 @@ class variant_graphs final {
   }
 
   /// @brief Starts a step of `microbatches` microbatches: launches use that schedule's slot map.
-  /// @throws graphpool::error when the plan has no schedule of that many microbatches.
-  void begin_step(int microbatches) {
-    require(plan_.has_value(), "begin_step", "plan first (capture(), or make_plan())");
-    map_ = &plan::find_slot_map(plan_.value(), microbatches);
-  }
+  /// @throws graphpool::error before any plan, or when the plan has no schedule of that many microbatches.
+  void begin_step(int microbatches) { frames_.begin_step(microbatches); }
 
   /// @brief Launches the forward of `layer` of `chunk` for `microbatch` in `branch` on `stream`.
   /// @throws graphpool::error (before anything is enqueued) for an unknown chunk, layer, branch or a
@@ -243,11 +231,11 @@ class variant_graphs final {
   }
   /// @brief The forwards of every layer of `chunk`, in order.
   void forward(chunk_id chunk, int microbatch, branch_id branch, cudaStream_t stream) {
-    for (std::uint32_t l = 0; l < layers(chunk); ++l) forward(chunk, microbatch, layer_id{l}, branch, stream);
+    for (std::uint32_t l = 0; l < frames_.layers(chunk); ++l) forward(chunk, microbatch, layer_id{l}, branch, stream);
   }
   /// @brief The backwards of every layer of `chunk`, last layer first.
   void backward(chunk_id chunk, int microbatch, branch_id branch, cudaStream_t stream) {
-    for (std::uint32_t l = layers(chunk); l-- > 0;) backward(chunk, microbatch, layer_id{l}, branch, stream);
+    for (std::uint32_t l = frames_.layers(chunk); l-- > 0;) backward(chunk, microbatch, layer_id{l}, branch, stream);
   }
   /// @brief Every layer's forward of the first chunk (a model of one chunk).
   void forward(int microbatch, branch_id branch, cudaStream_t stream) { forward(chunk_id{0}, microbatch, branch, stream); }
@@ -256,14 +244,7 @@ class variant_graphs final {
 
   /// @return the slot `microbatch` of `chunk` replays in this step.
   /// @throws graphpool::error as forward().
-  [[nodiscard]] slot_id slot(chunk_id chunk, int microbatch) const {
-    if (map_ == nullptr) no_map();
-    if (chunk.index >= map_->slots.size()) bad_chunk(chunk);
-    if (one_in_flight_ && microbatch >= 0) return slot_id{0};  // no schedule: every microbatch, one at a time
-    const std::vector<int>& slots = map_->slots[chunk.index];
-    if (microbatch < 0 || static_cast<std::size_t>(microbatch) >= slots.size()) bad_microbatch(microbatch);
-    return slot_id{static_cast<std::uint32_t>(slots[static_cast<std::size_t>(microbatch)])};
-  }
+  [[nodiscard]] slot_id slot(chunk_id chunk, int microbatch) const { return frames_.slot(chunk, microbatch); }
 
   /// @return output part `index` of `layer` of `chunk` for `microbatch` in `branch` (where a runtime
   /// reads it to send it on, e.g. to the next pipeline stage). @throws graphpool::error before reserve()
@@ -318,23 +299,9 @@ class variant_graphs final {
   }
 
  private:
-  [[nodiscard]] std::uint32_t layers(chunk_id chunk) const {
-    if (chunk.index >= model_.layers_per_chunk.size()) bad_chunk(chunk);
-    return static_cast<std::uint32_t>(model_.layers_per_chunk[chunk.index]);
-  }
-
-  // The plan's frame that `microbatch` of (chunk, layer) runs in this step; checks every id first.
-  [[nodiscard]] std::size_t frame_index(chunk_id chunk, int microbatch, layer_id layer, branch_id branch) const {
-    const slot_id copy = slot(chunk, microbatch);
-    const std::uint32_t layer_count = layers(chunk);
-    if (layer.index >= layer_count) bad_layer(chunk, layer);
-    if (branch.index >= model_.branches.size()) bad_branch(branch);
-    return first_frame_[chunk.index] + copy.index * layer_count + layer.index;
-  }
-
   [[nodiscard]] branch_view frame_view(chunk_id chunk, int microbatch, layer_id layer, branch_id branch,
                                        bool gradients) const {
-    const auto frame = static_cast<std::uint32_t>(frame_index(chunk, microbatch, layer, branch));
+    const auto frame = static_cast<std::uint32_t>(frames_.frame(chunk, microbatch, layer, branch));
     return arenas().view(slot_id{2 * frame + (gradients ? 1u : 0u)}, branch);
   }
 
@@ -343,34 +310,19 @@ class variant_graphs final {
   }
 
   void launch(graph_phase phase, chunk_id chunk, int microbatch, layer_id layer, branch_id branch, cudaStream_t stream) {
-    const std::size_t frame = frame_index(chunk, microbatch, layer, branch);
+    const std::size_t frame = frames_.frame(chunk, microbatch, layer, branch);
     if (executables_.empty()) require(false, to_string(phase), "call capture() first");
     const executable& graph = executables_[slot_of(frame, branch, phase)];
-    if (guard_.enabled()) {
-      guarded_launch(phase, graph, frame, frame_label{chunk, microbatch, layer, branch}, stream);
+    const frame_label label{chunk, microbatch, layer, branch};
+    if (phase == graph_phase::backward) {
+      guard_.guarded_backward(label, [&] { graph.launch(stream); });
     } else {
-      graph.launch(stream);
+      const plan::planned_frame& f = plan_->frames[frame];
+      const memory_range range{arena_id{static_cast<std::uint32_t>(f.arena)}, f.offset, f.bytes};
+      guard_.guarded_forward(label, range, [&] { graph.launch(stream); });
     }
     ++launches_;
     streams_.note(stream);
-  }
-
-  void guarded_launch(graph_phase phase, const executable& graph, std::size_t frame, const frame_label& label,
-                      cudaStream_t stream) {
-    if (phase == graph_phase::backward) {
-      guard_.check_release(label);
-      graph.launch(stream);
-      guard_.release(label);
-      return;
-    }
-    const plan::planned_frame& f = plan_->frames[frame];
-    guard_.claim(label, memory_range{arena_id{static_cast<std::uint32_t>(f.arena)}, f.offset, f.bytes});
-    try {
-      graph.launch(stream);
-    } catch (...) {
-      guard_.unclaim(label);
-      throw;
-    }
   }
 
   template <class Memory>
@@ -392,27 +344,6 @@ class variant_graphs final {
   static void require(bool ok, const std::string& call, const std::string& fix) {
     if (!ok) throw error("variant_graphs::" + call + ": not ready; " + fix);
   }
-  [[noreturn]] void no_map() const {
-    throw error("variant_graphs: the plan has slot maps for " + plan::planned_microbatches(*plan_) +
-                " microbatches; call begin_step(microbatches) to say which schedule this step replays");
-  }
-  [[noreturn]] void bad_chunk(chunk_id chunk) const {
-    throw error("variant_graphs: " + chunk.describe() + " is unknown; the model has " +
-                std::to_string(model_.layers_per_chunk.size()) + " chunk(s)");
-  }
-  [[noreturn]] void bad_layer(chunk_id chunk, layer_id layer) const {
-    throw error("variant_graphs: " + layer.describe() + " is unknown; " + chunk.describe() + " has " +
-                std::to_string(model_.layers_per_chunk[chunk.index]) + " layer(s)");
-  }
-  [[noreturn]] void bad_branch(branch_id branch) const {
-    throw error("variant_graphs: " + branch.describe() + " is unknown; the model has " +
-                std::to_string(model_.branches.size()) + " branch(es)");
-  }
-  [[noreturn]] void bad_microbatch(int microbatch) const {
-    throw error("variant_graphs: microbatch " + std::to_string(microbatch) + " is outside schedule '" +
-                map_->schedule + "', which runs " + std::to_string(map_->microbatches) +
-                " microbatch(es); call begin_step() with the schedule this step replays");
-  }
 
   bool one_in_flight_;  // no schedule given: every microbatch replays slot 0, one at a time
   variant_model model_;
@@ -423,11 +354,10 @@ class variant_graphs final {
   no_persistent_memory no_persistent_;
   body forward_;
   body backward_;
-  std::vector<std::vector<std::vector<detail::measured_layer>>> measurement_;  // [chunk][layer][branch]
+  detail::measurement measurement_;  // [chunk][layer][branch]
   bool measured_ = false;
   std::optional<plan::plan> plan_;
-  std::vector<std::size_t> first_frame_;  // per chunk: index of its (slot 0, layer 0) frame
-  const plan::slot_map* map_ = nullptr;
+  detail::microbatch_frames frames_;      // the frame of each launch: the step's slot map, ids checked
   std::vector<executable> executables_;   // [(frame * branches + branch) * 2 + phase]
   std::size_t launches_ = 0;
   launch_streams streams_;

@@ -77,6 +77,15 @@ namespace detail {
 
 using measurement = std::vector<std::vector<std::vector<measured_layer>>>;  // [chunk][layer][branch]
 
+/// @return a measurement of `model` with nothing recorded yet: every (chunk, layer, branch) empty.
+[[nodiscard]] inline measurement empty_measurement(const variant_model& model) {
+  measurement result(model.layers_per_chunk.size());
+  for (std::size_t c = 0; c < result.size(); ++c) {
+    result[c].assign(static_cast<std::size_t>(model.layers_per_chunk[c]), std::vector<measured_layer>(model.branches.size()));
+  }
+  return result;
+}
+
 /// @return true when two measurements recorded the same requests, in the same order.
 [[nodiscard]] inline bool same_requests(const measurement& a, const measurement& b) {
   auto same = [](const std::vector<recorded_request>& x, const std::vector<recorded_request>& y) {
