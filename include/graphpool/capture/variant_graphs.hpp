@@ -314,7 +314,9 @@ class variant_graphs final {
     if (executables_.empty()) require(false, to_string(phase), "call capture() first");
     const executable& graph = executables_[slot_of(frame, branch, phase)];
     const frame_label label{chunk, microbatch, layer, branch};
-    if (phase == graph_phase::backward) {
+    if (!guard_.enabled()) {
+      graph.launch(stream);
+    } else if (phase == graph_phase::backward) {
       guard_.guarded_backward(label, [&] { graph.launch(stream); });
     } else {
       const plan::planned_frame& f = plan_->frames[frame];
