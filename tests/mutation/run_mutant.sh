@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # Applies one planted bug (a unified diff against the repository root) to a copy of the tree, builds
 # the host suite, runs it, and says KILLED (some test failed, naming them), SURVIVED (every test
-# passed) or STILLBORN (the mutant does not build or the patch does not apply). The checkout itself
-# is never changed. The copy and its build folder are kept between runs, so only what a mutant
-# touches is rebuilt.
+# passed), STILLBORN (the mutant does not build or the patch does not apply) or TIMED OUT (the suite
+# ran past its time). The checkout itself is never changed. The copy and its build folder are kept
+# between runs, so only what a mutant touches is rebuilt.
 #   usage: tests/mutation/run_mutant.sh PATCH...        e.g. tests/mutation/run_mutant.sh tests/mutation/mem-*.patch
 #   GRAPHPOOL_MUTATION_DIR    the copy and its build (default: /tmp/graphpool-mutation)
 #   GRAPHPOOL_MUTATION_FLAGS  extra compiler flags, e.g. "-fsanitize=address" (use a separate DIR per set of flags)
 # A patch whose first line is "Mutation-Flags: FLAGS" (text before the diff, which patch skips) is
 # always built with FLAGS, in DIR-FLAGS: a mutant only a sanitizer sees (a race, an alignment mismatch).
 #   GRAPHPOOL_MUTATION_FIRST  1: stop the suite at the first failing test (faster; names one killer)
+#   GRAPHPOOL_MUTATION_TIMEOUT  seconds the suite may run (default 600); past it the mutant is TIMED OUT
+#   GRAPHPOOL_MUTATION_TESTS  a Catch2 test spec (e.g. "[arena]" or a test's name): run only those tests,
+#                             e.g. the ones MUTATIONS.md says kill the mutant (a SURVIVED then means only
+#                             that those tests pass)
 # Exit status: 0 when every mutant was killed, 1 when one survived or did not build.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -54,10 +58,17 @@ for patch_file in "$@"; do
   if ! cmake --build "$work/build" --target graphpool_host_tests >"$work/build.log" 2>&1; then
     echo "$id STILLBORN: the mutant does not build"; grep -m 3 'error' "$work/build.log" || true; status=1; continue
   fi
-  abort_flag=()
-  [ "${GRAPHPOOL_MUTATION_FIRST:-0}" = 1 ] && abort_flag=(--abort)
-  if timeout 600 "$work/build/tests/graphpool_host_tests" "${abort_flag[@]}" >"$work/$id.log" 2>&1; then
+  suite_args=()
+  [ "${GRAPHPOOL_MUTATION_FIRST:-0}" = 1 ] && suite_args+=(--abort)
+  [ -n "${GRAPHPOOL_MUTATION_TESTS:-}" ] && suite_args+=("$GRAPHPOOL_MUTATION_TESTS")
+  suite_status=0
+  timeout "${GRAPHPOOL_MUTATION_TIMEOUT:-600}" "$work/build/tests/graphpool_host_tests" "${suite_args[@]}" \
+    >"$work/$id.log" 2>&1 || suite_status=$?
+  if [ $suite_status = 0 ]; then
     echo "$id SURVIVED"; status=1
+  elif [ $suite_status = 124 ]; then
+    # timeout's own status: the suite was stopped, not failed (the test it was in reads as failed)
+    echo "$id TIMED OUT: the suite ran past ${GRAPHPOOL_MUTATION_TIMEOUT:-600} s (raise GRAPHPOOL_MUTATION_TIMEOUT)"; status=1
   else
     # The console reporter frames each failing test case (and section) between two rules of dashes;
     # the first line inside is the start of the test case's name (longer names wrap onto more lines).
