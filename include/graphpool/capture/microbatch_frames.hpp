@@ -35,7 +35,7 @@ class microbatch_frames final {
   /// @brief Launches from now on follow the slot map of the schedule of `microbatches` microbatches.
   /// @throws graphpool::error without a plan, or when the plan has no schedule of that many.
   void begin_step(int microbatches) {
-    if (plan_ == nullptr) no_plan("begin_step");
+    if (plan_ == nullptr) no_plan();
     map_ = &plan::find_slot_map(*plan_, microbatches);
   }
 
@@ -43,7 +43,7 @@ class microbatch_frames final {
   /// @throws graphpool::error without a plan or a step's map, for an unknown chunk, or a microbatch
   /// outside the step's schedule.
   [[nodiscard]] slot_id slot(chunk_id chunk, int microbatch) const {
-    if (plan_ == nullptr) no_plan("a launch");
+    if (plan_ == nullptr) no_plan();
     if (map_ == nullptr) no_map();
     if (chunk.index >= map_->slots.size()) bad_chunk(chunk);
     if (one_in_flight_ && microbatch >= 0) return slot_id{0};  // no schedule: every microbatch, one at a time
@@ -75,8 +75,9 @@ class microbatch_frames final {
   }
 
  private:
-  [[noreturn]] static void no_plan(const std::string& call) {
-    throw error("variant_graphs: " + call + " before any plan; call capture() (or make_plan() or use_plan()) first");
+  [[noreturn]] static void no_plan() {
+    throw error("variant_graphs: no plan yet, so no frame to launch, read or step through; call capture() (or "
+                "make_plan() or use_plan()) first");
   }
   [[noreturn]] void no_map() const {
     throw error("variant_graphs: the plan has slot maps for " + plan::planned_microbatches(*plan_) +

@@ -57,8 +57,9 @@ struct memory_range {
 ///
 /// Use: check_claim() then claim() around a forward's enqueue (or claim() alone: it checks too),
 /// check_release() before a backward's enqueue and release() after it; unclaim() undoes a claim
-/// whose launch failed. guarded_forward() and guarded_backward() do each in that order around a launch. Thread-safety: every member may be called from several threads at once (one
-/// mutex; the guard is a debugging aid, and a disabled guard takes no lock: its calls return at once).
+/// whose launch failed. guarded_forward() and guarded_backward() do each in that order around a
+/// launch. Thread-safety: every member may be called from several threads at once (one mutex; the
+/// guard is a debugging aid, and a disabled guard takes no lock: its calls return at once).
 class slot_guard final {
  public:
   /// @brief A guard that checks when `enabled` (by default: when GRAPHPOOL_SLOT_DEBUG=1);
