@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "catch.hpp"
-#include "graphpool/c_api.h"
 #include "graphpool/capture.hpp"
 #include "graphpool/detail/cuda_check.hpp"
 #include "graphpool/memory/arena_allocator.hpp"
@@ -28,6 +27,7 @@ using graphpool::testing::stream_guard;
 using graphpool::testing::count_mismatches;
 using graphpool::testing::device_counter;
 using graphpool::testing::fill_pattern;
+using graphpool::testing::graph_node_count;
 
 namespace {
 
@@ -363,35 +363,6 @@ TEST_CASE("measure then capture: identical addresses, and a diverging request is
   CHECK(status == cudaStreamCaptureStatusNone);
 }
 
-TEST_CASE("the C ABI routes transient and persistent requests", "[gpu][capture][c-api]") {
-  cuda_pool_resource pool;
-  arena_allocator<cuda_pool_resource> arenas(pool);
-  const slot_id slot = arenas.declare_slot("s");
-  const branch_id branch = arenas.declare_branch(slot, "b", {{part(1 * MiB)}, {}});
-  arenas.reserve();
-  declared_branch<cuda_pool_resource> memory(arenas, slot, branch);
-  stream_guard s;
-  void* persistent = nullptr;
-  graph_executable graph = capture_session::capture(s.stream, memory, "s", "b", [&](capture_session& c) {
-    capture_resource plug(c);
-    auto* handle = reinterpret_cast<graphpool_capture_resource*>(&plug);
-    void* workspace = nullptr;
-    REQUIRE(graphpool_allocate(handle, c.stream(), 2 * MiB, 256, &workspace) == GRAPHPOOL_OK);
-    REQUIRE(graphpool_push_persistent(handle, GRAPHPOOL_PERSISTENT_OUTPUT) == GRAPHPOOL_OK);
-    REQUIRE(graphpool_allocate(handle, c.stream(), 1 * MiB, 256, &persistent) == GRAPHPOOL_OK);
-    CHECK(graphpool_allocate(handle, c.stream(), 1 * MiB, 256, &workspace) == GRAPHPOOL_ERROR);  // one output declared
-    CHECK_THAT(std::string(graphpool_last_error()), contains_text("output request 1 (1048576 B @256) is beyond"));
-    REQUIRE(graphpool_pop_persistent(handle) == GRAPHPOOL_OK);
-    CHECK(graphpool_push_persistent(handle, static_cast<graphpool_persistent_kind>(7)) == GRAPHPOOL_ERROR);
-    fill_pattern(persistent, 1 * MiB, 3, c.stream());
-    REQUIRE(graphpool_deallocate(handle, c.stream(), workspace, 2 * MiB, 256) == GRAPHPOOL_OK);
-    CHECK(std::string(graphpool_last_error()).empty());
-  });
-  CHECK(persistent == arenas.view(slot, branch).output(0));
-  graph.launch(s.stream);
-  CHECK(count_mismatches(persistent, 1 * MiB, 3, s.stream) == 0);
-}
-
 TEST_CASE("upload on finish: the executable is ready before its first launch", "[gpu][capture]") {
   reset_graph_memory();
   REQUIRE(graph_memory(cudaGraphMemAttrReservedMemCurrent) < 64 * MiB);
@@ -501,11 +472,6 @@ TEST_CASE("a transient-only capture refuses persistent requests, naming the slot
 TEST_CASE("zero-byte requests are nullptr on every capture path, and add no node; foreign frees are errors",
           "[gpu][capture][zero]") {
   stream_guard s;
-  auto nodes_of = [](const graph_executable& graph) {
-    std::size_t count = 0;
-    GRAPHPOOL_CUDA_TRY(cudaGraphGetNodes(graph.graph(), nullptr, &count), "nodes");
-    return count;
-  };
   graphpool::no_persistent_memory none;
   // A capture session: transient and persistent zero-byte requests, and freeing nullptr.
   const graph_executable empty = capture_session::capture(s.stream, none, "zero", "b", [&](capture_session& c) {
@@ -517,19 +483,16 @@ TEST_CASE("zero-byte requests are nullptr on every capture path, and add no node
     c.free_transient(nullptr);
     fill_pattern(c.allocate_transient(4096), 4096, 1, c.stream());
   });
-  CHECK(nodes_of(zero) == nodes_of(empty));
-  // The plug-in and the C ABI over it: nullptr for zero bytes, an error for a pointer it never handed out.
+  CHECK(graph_node_count(zero.graph()) == graph_node_count(empty.graph()));
+  // The plug-in: nullptr for zero bytes, an error for a pointer it never handed out (the C ABI over it:
+  // c_api_gpu_test.cpp).
   int foreign = 0;
   const graph_executable plugged = capture_session::capture(s.stream, none, "zero", "plug", [&](capture_session& c) {
     capture_resource plug(c);
-    auto* handle = reinterpret_cast<graphpool_capture_resource*>(&plug);
-    void* out = &foreign;
-    CHECK(graphpool_allocate(handle, c.stream(), 0, 256, &out) == GRAPHPOOL_OK);
-    CHECK(out == nullptr);
-    CHECK(graphpool_deallocate(handle, c.stream(), nullptr, 0, 256) == GRAPHPOOL_OK);
-    CHECK(graphpool_deallocate(handle, c.stream(), &foreign, 4, 256) == GRAPHPOOL_ERROR);
-    CHECK_THAT(std::string(graphpool_last_error()),
-               contains_text("which is neither a live transient nor persistent memory of this capture"));
+    CHECK(plug.allocate(c.stream(), 0) == nullptr);
+    plug.deallocate(c.stream(), nullptr, 0);
+    CHECK_THROWS_WITH(plug.deallocate(c.stream(), &foreign, 4),
+                      contains_text("which is neither a live transient nor persistent memory of this capture"));
     void* work = plug.allocate(c.stream(), 4096);
     fill_pattern(work, 4096, 1, c.stream());
     plug.deallocate(c.stream(), work, 4096);

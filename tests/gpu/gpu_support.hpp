@@ -41,6 +41,13 @@ inline std::size_t device_free_bytes() {
   return free_bytes;
 }
 
+/// The nodes of `graph` (a captured graph: its allocation and free nodes among them).
+inline std::size_t graph_node_count(cudaGraph_t graph) {
+  std::size_t count = 0;
+  GRAPHPOOL_CUDA_TRY(cudaGraphGetNodes(graph, nullptr, &count), "cudaGraphGetNodes");
+  return count;
+}
+
 /// Device memory `work` takes: free memory (cudaMemGetInfo) before minus after, each read with the
 /// device idle, so the figure is the driver's and not graphpool's own count. It moves in 2 MiB pages.
 template <class Work>

@@ -151,6 +151,27 @@ TEST_CASE("chunks with zero layers take no frames and return no gradients", "[pl
   }
 }
 
+TEST_CASE("frame_index finds every frame of chunks with different layer counts, none included", "[planner]") {
+  for (slot_rule rule : {slot_rule::mod, slot_rule::schedule}) {
+    problem p = uniform({schedule::interleaved(4, 1, 8, 4, 4)}, {2, 0, 3, 1});
+    p.rule = rule;
+    const plan result = checked_plan(p, assignment::offsets);
+    const frame_index frame_at(result);
+    std::size_t seen = 0;
+    for (int c = 0; c < result.chunks; ++c) {
+      for (int s = 0; s < result.slots; ++s) {
+        for (int l = 0; l < result.layers_per_chunk[static_cast<std::size_t>(c)]; ++l) {
+          const std::size_t i = frame_at(static_cast<std::size_t>(c), static_cast<std::size_t>(s), static_cast<std::size_t>(l));
+          REQUIRE(i < result.frames.size());
+          CHECK(std::tie(result.frames[i].chunk, result.frames[i].slot, result.frames[i].layer) == std::tie(c, s, l));
+          ++seen;
+        }
+      }
+    }
+    CHECK(seen == result.frames.size());
+  }
+}
+
 TEST_CASE("too few slots fails naming the schedule and the frame", "[planner][errors]") {
   problem p = uniform({schedule::one_f_one_b(4, 0, 8)}, {1});
   p.slots = 3;

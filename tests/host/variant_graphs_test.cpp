@@ -1,6 +1,7 @@
 // The one path, measure -> plan -> reserve -> capture -> launch, on host memory with a stand-in
 // capture whose "kernels" are host functions: every backward checks what its forward saved.
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <random>
@@ -249,7 +250,12 @@ TEST_CASE("variant_graphs: launches name what is unknown before anything is enqu
   CHECK(static_cast<int>(graphs.slot(chunk_id{1}, 3).index) == graphs.plan().slot_maps[1].slots[1][3]);
   // Where a runtime reads a frame's output and returned gradient: the frame the slot map picks.
   const std::uint32_t copy = graphs.slot(chunk_id{1}, 3).index;
-  const auto frame = static_cast<std::uint32_t>(detail::first_frames(graphs.plan())[1] + copy * 2 + 1);
+  const std::vector<plan::planned_frame>& frames = graphs.plan().frames;
+  const auto picked = std::find_if(frames.begin(), frames.end(), [&](const plan::planned_frame& f) {
+    return f.chunk == 1 && f.slot == static_cast<int>(copy) && f.layer == 1;
+  });
+  REQUIRE(picked != frames.end());
+  const auto frame = static_cast<std::uint32_t>(picked - frames.begin());
   CHECK(graphs.output(chunk_id{1}, 3, layer_id{1}, branch_id{2}, 0) ==
         graphs.arenas().view(slot_id{2 * frame}, branch_id{2}).output(0));
   CHECK(graphs.gradient(chunk_id{1}, 3, layer_id{1}, branch_id{2}, 0) ==

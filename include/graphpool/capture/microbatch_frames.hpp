@@ -28,7 +28,7 @@ class microbatch_frames final {
   /// @brief Frames of plan `p` (which must outlive its use here). A plan of one schedule needs no begin_step().
   void use(const plan::plan& p) {
     plan_ = &p;
-    first_frame_ = first_frames(p);
+    frame_at_ = plan::frame_index(p);
     map_ = p.slot_maps.size() == 1 ? &p.slot_maps.front() : nullptr;
   }
 
@@ -43,8 +43,10 @@ class microbatch_frames final {
   /// @throws graphpool::error without a plan or a step's map, for an unknown chunk, or a microbatch
   /// outside the step's schedule.
   [[nodiscard]] slot_id slot(chunk_id chunk, int microbatch) const {
-    if (plan_ == nullptr) no_plan();
-    if (map_ == nullptr) no_map();
+    if (map_ == nullptr) {  // a map is set only with a plan
+      if (plan_ == nullptr) no_plan();
+      no_map();
+    }
     if (chunk.index >= map_->slots.size()) bad_chunk(chunk);
     if (one_in_flight_ && microbatch >= 0) return slot_id{0};  // no schedule: every microbatch, one at a time
     const std::vector<int>& slots = map_->slots[chunk.index];
@@ -70,8 +72,7 @@ class microbatch_frames final {
 
   /// @return the index in the plan's frames of (chunk, slot, layer), all three known to be in range.
   [[nodiscard]] std::size_t frame_of(chunk_id chunk, slot_id slot, layer_id layer) const noexcept {
-    return first_frame_[chunk.index] + slot.index * static_cast<std::size_t>(model_.layers_per_chunk[chunk.index]) +
-           layer.index;
+    return frame_at_(chunk.index, slot.index, layer.index);
   }
 
  private:
@@ -104,7 +105,7 @@ class microbatch_frames final {
   const variant_model& model_;
   bool one_in_flight_;
   const plan::plan* plan_ = nullptr;
-  std::vector<std::size_t> first_frame_;  // per chunk: index of its (slot 0, layer 0) frame
+  plan::frame_index frame_at_;
   const plan::slot_map* map_ = nullptr;
 };
 

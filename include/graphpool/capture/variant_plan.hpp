@@ -160,17 +160,6 @@ using measurement = std::vector<std::vector<std::vector<measured_layer>>>;  // [
   return p;
 }
 
-/// @return per chunk, the index of its (slot 0, layer 0) frame in `p.frames`.
-[[nodiscard]] inline std::vector<std::size_t> first_frames(const plan::plan& p) {
-  std::vector<std::size_t> first;
-  std::size_t next = 0;
-  for (int layers : p.layers_per_chunk) {
-    first.push_back(next);
-    next += static_cast<std::size_t>(layers) * static_cast<std::size_t>(p.slots);
-  }
-  return first;
-}
-
 /// @return the gradient of (chunk, slot) in `p`. @throws graphpool::error when the plan has none.
 [[nodiscard]] inline const plan::planned_grad& planned_gradient(const plan::plan& p, int chunk, int slot) {
   for (const plan::planned_grad& g : p.grads) {
@@ -194,13 +183,13 @@ inline void check_plan(const plan::plan& p, const variant_model& model, const me
                 std::to_string(model.branches.size()) + ", same names in the same order needed)" + fix);
   }
   if (p.slot_maps.empty()) throw error("the plan has no slot map" + fix);
-  const std::vector<std::size_t> first = first_frames(p);
+  const plan::frame_index frame_at(p);
   const std::size_t alignment = measured_alignment(measured);
   for (std::size_t c = 0; c < measured.size(); ++c) {
     const std::vector<std::size_t> gradient_at = gradient_offsets(measured, c, alignment);
     for (int s = 0; s < p.slots; ++s) {
       for (std::size_t l = 0; l < measured[c].size(); ++l) {
-        const std::size_t index = first[c] + static_cast<std::size_t>(s) * measured[c].size() + l;
+        const std::size_t index = frame_at(c, static_cast<std::size_t>(s), l);
         if (index >= p.frames.size() || p.frames[index].chunk != static_cast<int>(c) || p.frames[index].slot != s ||
             p.frames[index].layer != static_cast<int>(l)) {
           throw error("the plan's frames are not chunk-major, then slot, then layer at frame " + std::to_string(index) + fix);
@@ -280,11 +269,11 @@ template <class Upstream>
 [[nodiscard]] replaying_memory frame_memories(const arena_allocator<Upstream>& arenas, const plan::plan& p,
                                               const variant_model& model, const measurement& measured, chunk_id chunk,
                                               slot_id slot, branch_id branch) {
-  const std::vector<std::size_t> first = first_frames(p);
+  const plan::frame_index frame_at(p);
   const auto layers = static_cast<std::size_t>(p.layers_per_chunk[chunk.index]);
   std::vector<replaying_memory::layer_memory> memory;
   for (std::size_t l = 0; l < layers; ++l) {
-    const auto frame = static_cast<std::uint32_t>(first[chunk.index] + slot.index * layers + l);
+    const auto frame = static_cast<std::uint32_t>(frame_at(chunk.index, slot.index, l));
     memory.push_back({&measured[chunk.index][l][branch.index], arenas.view(slot_id{2 * frame}, branch),
                       arenas.view(slot_id{2 * frame + 1}, branch)});
   }

@@ -115,6 +115,29 @@ struct plan {
   plan_figures grad;
 };
 
+/// @brief Where the frame of (chunk, slot, layer) sits in a plan's frames, which are chunk-major, then slot,
+/// then layer: the one formula capture, launch and the plan's checks share.
+class frame_index final {
+ public:
+  frame_index() = default;
+  explicit frame_index(const plan& p) {
+    std::size_t next = 0;
+    for (int layers : p.layers_per_chunk) {
+      first_.push_back(next);
+      layers_.push_back(static_cast<std::size_t>(layers));
+      next += static_cast<std::size_t>(layers) * static_cast<std::size_t>(p.slots);
+    }
+  }
+
+  /// @return the index of (chunk, slot, layer)'s frame; the caller has checked all three are in range.
+  [[nodiscard]] std::size_t operator()(std::size_t chunk, std::size_t slot, std::size_t layer) const noexcept {
+    return first_[chunk] + slot * layers_[chunk] + layer;
+  }
+
+ private:
+  std::vector<std::size_t> first_;   // per chunk: its (slot 0, layer 0) frame
+  std::vector<std::size_t> layers_;  // per chunk: its layers
+};
 
 /// @return the microbatch counts `p` has slot maps for, as "8, 4" ("none" without a map), for messages.
 [[nodiscard]] inline std::string planned_microbatches(const plan& p) {
