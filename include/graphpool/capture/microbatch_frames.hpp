@@ -67,12 +67,7 @@ class microbatch_frames final {
     const std::uint32_t layer_count = layers(chunk);
     if (layer.index >= layer_count) bad_layer(chunk, layer);
     if (branch.index >= model_.branches.size()) bad_branch(branch);
-    return frame_of(chunk, copy, layer);
-  }
-
-  /// @return the index in the plan's frames of (chunk, slot, layer), all three known to be in range.
-  [[nodiscard]] std::size_t frame_of(chunk_id chunk, slot_id slot, layer_id layer) const noexcept {
-    return frame_at_(chunk.index, slot.index, layer.index);
+    return frame_at_(chunk.index, copy.index, layer.index);
   }
 
  private:

@@ -15,18 +15,16 @@
 
 #include <algorithm>
 #include <cstddef>
-#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "graphpool/capture/body_captures.hpp"
 #include "graphpool/capture/capture_session.hpp"
 #include "graphpool/capture/frame_capture.hpp"
-#include "graphpool/capture/frame_memory.hpp"
 #include "graphpool/capture/graph_bank.hpp"
 #include "graphpool/capture/microbatch_frames.hpp"
-#include "graphpool/capture/persistent_memory.hpp"
 #include "graphpool/capture/slot_guard.hpp"
 #include "graphpool/capture/variant_plan.hpp"
 #include "graphpool/error.hpp"
@@ -66,9 +64,9 @@ struct variant_options {
 template <class Upstream, class Session = capture_session>
 class variant_graphs final {
  public:
-  using frame = basic_frame_capture<Session>;      ///< what a body gets
-  using body = std::function<void(frame&)>;       ///< the code of one layer's forward or backward
-  using executable = decltype(std::declval<Session&>().finish());
+  using frame = basic_frame_capture<Session>;                        ///< what a body gets
+  using body = typename detail::body_captures<Session>::body;        ///< one layer's forward or backward
+  using executable = typename detail::body_captures<Session>::executable;
 
   /// @brief One chunk of one layer, one microbatch in flight, `branches` as its variants.
   variant_graphs(Upstream& upstream, std::vector<std::string> branches, variant_options options = {})
@@ -79,8 +77,8 @@ class variant_graphs final {
   /// schedules that disagree with the layer counts.
   variant_graphs(Upstream& upstream, variant_model model, variant_options options = {})
       : one_in_flight_(model.schedules.empty()), model_(detail::checked_model(std::move(model))), options_(options),
-        upstream_(upstream), guard_(options.guard, model_.branches), measurement_(detail::empty_measurement(model_)),
-        frames_(model_, one_in_flight_) {}
+        upstream_(upstream), guard_(options.guard, model_.branches), captures_(model_, options_.capture),
+        measurement_(detail::empty_measurement(model_)), frames_(model_, one_in_flight_) {}
 
   variant_graphs(const variant_graphs&) = delete;
   variant_graphs& operator=(const variant_graphs&) = delete;
@@ -95,25 +93,9 @@ class variant_graphs final {
   /// or when the requests changed since reserve() (call release() and plan again).
   void measure(cudaStream_t stream, body forward, body backward) {
     const detail::measurement reserved_for = reserved() ? measurement_ : detail::measurement{};
-    forward_ = std::move(forward);
-    backward_ = std::move(backward);
     measurement_ = detail::empty_measurement(model_);
     measured_ = false;
-    for (std::uint32_t c = 0; c < measurement_.size(); ++c) {
-      for (std::uint32_t b = 0; b < model_.branches.size(); ++b) {
-        std::vector<detail::measured_layer*> layers;
-        for (auto& per_branch : measurement_[c]) layers.push_back(&per_branch[b]);
-        run_capture(stream, "chunk " + std::to_string(c) + " (measuring)", branch_id{b}, [&](Session& session) {
-          detail::measuring_memory<Session> memory(session, layers);
-          for (std::uint32_t l = 0; l < layers.size(); ++l) {
-            run_body(forward_, session, memory, graph_phase::forward, chunk_id{c}, slot_id{0}, layer_id{l}, branch_id{b}, true);
-          }
-          for (std::uint32_t l = static_cast<std::uint32_t>(layers.size()); l-- > 0;) {
-            run_body(backward_, session, memory, graph_phase::backward, chunk_id{c}, slot_id{0}, layer_id{l}, branch_id{b}, true);
-          }
-        });
-      }
-    }
+    captures_.measure(stream, std::move(forward), std::move(backward), measurement_);
     measured_ = true;
     if (reserved() && !detail::same_requests(reserved_for, measurement_)) {
       measurement_ = reserved_for;
@@ -170,34 +152,7 @@ class variant_graphs final {
   /// the capture is invalidated or a request differs from the measurement; nothing stays captured then.
   void capture(cudaStream_t stream) {
     require(reserved(), "capture", "call reserve() first");
-    const plan::plan& p = plan_.value();
-    std::vector<executable> captured(p.frames.size() * model_.branches.size() * 2);
-    for (std::uint32_t c = 0; c < static_cast<std::uint32_t>(p.chunks); ++c) {
-      const auto layers = static_cast<std::uint32_t>(p.layers_per_chunk[c]);
-      for (std::uint32_t s = 0; s < static_cast<std::uint32_t>(p.slots) && layers > 0; ++s) {
-        for (std::uint32_t b = 0; b < model_.branches.size(); ++b) {
-          detail::replaying_memory memory = detail::frame_memories(*arenas_, p, model_, measurement_, chunk_id{c},
-                                                                   slot_id{s}, branch_id{b});
-          auto one = [&](graph_phase phase, std::uint32_t l) {
-            const std::size_t frame = frames_.frame_of(chunk_id{c}, slot_id{s}, layer_id{l});
-            const std::string name = detail::describe_frame(p.frames[frame]) + " " + to_string(phase);
-            captured[slot_of(frame, branch_id{b}, phase)] = run_capture(stream, name, branch_id{b}, [&](Session& session) {
-              try {
-                run_body(phase == graph_phase::forward ? forward_ : backward_, session, memory, phase, chunk_id{c},
-                         slot_id{s}, layer_id{l}, branch_id{b}, false);
-                memory.finish(layer_id{l}, phase == graph_phase::backward);
-              } catch (...) {
-                memory.rollback();
-                throw;
-              }
-            });
-          };
-          for (std::uint32_t l = 0; l < layers; ++l) one(graph_phase::forward, l);
-          for (std::uint32_t l = layers; l-- > 0;) one(graph_phase::backward, l);
-        }
-      }
-    }
-    executables_ = std::move(captured);
+    executables_ = captures_.capture(stream, *arenas_, plan_.value(), measurement_);
   }
 
   /// @brief measure(), make_plan() (unless a plan was given with use_plan()), reserve(), capture().
@@ -305,14 +260,10 @@ class variant_graphs final {
     return arenas().view(slot_id{2 * frame + (gradients ? 1u : 0u)}, branch);
   }
 
-  [[nodiscard]] std::size_t slot_of(std::size_t frame, branch_id branch, graph_phase phase) const noexcept {
-    return (frame * model_.branches.size() + branch.index) * 2 + (phase == graph_phase::backward ? 1 : 0);
-  }
-
   void launch(graph_phase phase, chunk_id chunk, int microbatch, layer_id layer, branch_id branch, cudaStream_t stream) {
     const std::size_t frame = frames_.frame(chunk, microbatch, layer, branch);
     if (executables_.empty()) require(false, to_string(phase), "call capture() first");
-    const executable& graph = executables_[slot_of(frame, branch, phase)];
+    const executable& graph = executables_[captures_.graph_index(frame, branch, phase)];
     const frame_label label{chunk, microbatch, layer, branch};
     if (!guard_.enabled()) {
       graph.launch(stream);
@@ -327,22 +278,6 @@ class variant_graphs final {
     streams_.note(stream);
   }
 
-  template <class Memory>
-  void run_body(const body& code, Session& session, Memory& memory, graph_phase phase, chunk_id chunk, slot_id slot,
-                layer_id layer, branch_id branch, bool measuring) {
-    if (!code) throw error(std::string("variant_graphs: no ") + to_string(phase) + " body; pass one to measure()");
-    frame context(session, memory, phase, chunk, slot, layer, branch, model_.branches[branch.index], measuring);
-    code(context);
-  }
-
-  // One capture on `stream`: `fill(session)` inside, then the executable; on failure the session is
-  // aborted (everything restored) and the error names what was captured.
-  template <class Fill>
-  executable run_capture(cudaStream_t stream, const std::string& what, branch_id branch, Fill&& fill) {
-    Session session(stream, no_persistent_, what, model_.branches[branch.index], options_.capture);
-    return capture_session::finish_or_roll_back(session, fill);
-  }
-
   static void require(bool ok, const std::string& call, const std::string& fix) {
     if (!ok) throw error("variant_graphs::" + call + ": not ready; " + fix);
   }
@@ -353,9 +288,7 @@ class variant_graphs final {
   Upstream& upstream_;
   std::optional<arena_allocator<Upstream>> arenas_;  // declared from the plan at reserve()
   slot_guard guard_;
-  no_persistent_memory no_persistent_;
-  body forward_;
-  body backward_;
+  detail::body_captures<Session> captures_;  // the bodies, and the captures that measure and run them
   detail::measurement measurement_;  // [chunk][layer][branch]
   bool measured_ = false;
   std::optional<plan::plan> plan_;
