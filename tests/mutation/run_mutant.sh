@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Applies one planted bug (a unified diff against the repository root) to a copy of the tree, builds
 # the host suite, runs it, and says KILLED (some test failed, naming them), SURVIVED (every test
-# passed), STILLBORN (the mutant does not build or the patch does not apply) or TIMED OUT (the suite
-# ran past its time). The checkout itself is never changed. The copy and its build folder are kept
-# between runs, so only what a mutant touches is rebuilt.
+# passed), STILLBORN (the mutant does not build or the patch does not apply), TIMED OUT (the suite
+# ran past its time) or NO TESTS (GRAPHPOOL_MUTATION_TESTS names none). The checkout itself is never
+# changed. The copy and its build folder are kept between runs, so only what a mutant touches is rebuilt.
 #   usage: tests/mutation/run_mutant.sh PATCH...        e.g. tests/mutation/run_mutant.sh tests/mutation/mem-*.patch
 #   GRAPHPOOL_MUTATION_DIR    the copy and its build (default: /tmp/graphpool-mutation)
 #   GRAPHPOOL_MUTATION_FLAGS  extra compiler flags, e.g. "-fsanitize=address" (use a separate DIR per set of flags)
@@ -11,9 +11,10 @@
 # always built with FLAGS, in DIR-FLAGS: a mutant only a sanitizer sees (a race, an alignment mismatch).
 #   GRAPHPOOL_MUTATION_FIRST  1: stop the suite at the first failing test (faster; names one killer)
 #   GRAPHPOOL_MUTATION_TIMEOUT  seconds the suite may run (default 600); past it the mutant is TIMED OUT
-#   GRAPHPOOL_MUTATION_TESTS  a Catch2 test spec (e.g. "[arena]" or a test's name): run only those tests,
-#                             e.g. the ones MUTATIONS.md says kill the mutant (a SURVIVED then means only
-#                             that those tests pass)
+#   GRAPHPOOL_MUTATION_TESTS  a Catch2 test spec (e.g. "[arena]", a test's whole name, or its start and *):
+#                             run only those tests, e.g. the ones MUTATIONS.md says kill the mutant (a
+#                             SURVIVED then means only that those tests pass; a spec naming no test gives
+#                             NO TESTS)
 # Exit status: 0 when every mutant was killed, 1 when one survived or did not build.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -60,7 +61,16 @@ for patch_file in "$@"; do
   fi
   suite_args=()
   [ "${GRAPHPOOL_MUTATION_FIRST:-0}" = 1 ] && suite_args+=(--abort)
-  [ -n "${GRAPHPOOL_MUTATION_TESTS:-}" ] && suite_args+=("$GRAPHPOOL_MUTATION_TESTS")
+  if [ -n "${GRAPHPOOL_MUTATION_TESTS:-}" ]; then
+    # A spec that names no test runs nothing and passes: say so rather than SURVIVED (a test's whole
+    # name is needed, or a trailing *).
+    if ! "$work/build/tests/graphpool_host_tests" --list-test-names-only "$GRAPHPOOL_MUTATION_TESTS" 2>/dev/null |
+        grep -q '[^[:space:]]'; then
+      echo "$id NO TESTS: GRAPHPOOL_MUTATION_TESTS='$GRAPHPOOL_MUTATION_TESTS' names no test (end a name's start with *)"
+      status=1; continue
+    fi
+    suite_args+=("$GRAPHPOOL_MUTATION_TESTS")
+  fi
   suite_status=0
   timeout "${GRAPHPOOL_MUTATION_TIMEOUT:-600}" "$work/build/tests/graphpool_host_tests" "${suite_args[@]}" \
     >"$work/$id.log" 2>&1 || suite_status=$?
