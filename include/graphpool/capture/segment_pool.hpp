@@ -31,15 +31,14 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "graphpool/alignment.hpp"
 #include "graphpool/detail/format.hpp"
 #include "graphpool/error.hpp"
 #include "graphpool/ids.hpp"
+#include "graphpool/capture/segment_frame.hpp"
 #include "graphpool/memory/page_run.hpp"
 
 namespace graphpool {
@@ -86,12 +85,9 @@ class segment_pool final {
                   " chunks, " + std::to_string(slots) + " slots, " + std::to_string(branches_.size()) + " branches)");
     }
     if (window_capacity == 0) throw error("segment_pool: the window capacity is 0 bytes; give each window address space");
-    frames_.resize(static_cast<std::size_t>(chunks) * static_cast<std::size_t>(slots));
-    for (frame& f : frames_) {
-      f.used.assign(branches_.size(), 0);
-      f.live.assign(branches_.size(), 0);
-      f.persistent.assign(branches_.size(), {});
-    }
+    const std::size_t frame_count = static_cast<std::size_t>(chunks) * static_cast<std::size_t>(slots);
+    frames_.reserve(frame_count);
+    for (std::size_t i = 0; i < frame_count; ++i) frames_.emplace_back(branches_.size(), page_bytes);
   }
 
   segment_pool(const segment_pool&) = delete;
@@ -104,8 +100,7 @@ class segment_pool final {
     check(source);
     std::lock_guard<std::mutex> lock(mutex_);
     if (laid_out_) throw error("segment_pool: the frames were laid out already; no source can be selected after lay_out()");
-    frame& f = frames_[index(source)];
-    if (!f.arena) f.arena = make_arena_(branches_.size(), window_capacity_);
+    frames_[index(source)].make_arena([&] { return make_arena_(branches_.size(), window_capacity_); });
     selected_ = source;
   }
 
@@ -134,18 +129,20 @@ class segment_pool final {
     if (bytes == 0) return nullptr;
     const segment_source source = *selected_;  // lay_out() clears the selection: no segment comes after it
     frame& f = frames_[index(source)];
-    std::size_t& used = f.used[source.branch.index];
-    const std::size_t start = align_up(used, segment_alignment);
+    const std::size_t start = f.next_start(source.branch.index, segment_alignment);
     if (bytes > window_capacity_ || start > window_capacity_ - bytes) {
       throw error("segment_pool: " + source.describe(branches_) + " needs " + detail::format_bytes(start + bytes) +
                   " but each window has " + detail::format_bytes(window_capacity_) +
                   " of address space; create the pool with a larger window capacity");
     }
-    f.arena->ensure(start + bytes);
-    void* segment = static_cast<std::byte*>(f.arena->window(source.branch.index)) + start;
-    segments_.emplace(segment, live_segment{source, bytes});
-    used = start + bytes;
-    ++f.live[source.branch.index];
+    void* segment = f.address(source.branch.index, start);
+    const auto entry = segments_.emplace(segment, live_segment{source, bytes}).first;
+    try {
+      f.take(source.branch.index, start, bytes);
+    } catch (...) {
+      segments_.erase(entry);  // nothing taken
+      throw;
+    }
     return segment;
   }
 
@@ -159,11 +156,7 @@ class segment_pool final {
     if (found == segments_.end()) return false;
     const segment_source source = found->second.source;
     segments_.erase(found);
-    frame& f = frames_[index(source)];
-    if (--f.live[source.branch.index] == 0 && !laid_out_) {
-      f.used[source.branch.index] = 0;
-      f.persistent[source.branch.index].clear();
-    }
+    frames_[index(source)].give_back(source.branch.index, !laid_out_);
     return true;
   }
 
@@ -183,12 +176,7 @@ class segment_pool final {
         at + bytes > start + segment.bytes) {
       return false;
     }
-    frame& f = frames_[index(source)];
-    const auto window = reinterpret_cast<std::uintptr_t>(f.arena->window(source.branch.index));
-    const std::size_t offset = at - window;
-    for (std::size_t page = offset / page_bytes_; page <= (offset + bytes - 1) / page_bytes_; ++page) {
-      f.persistent[source.branch.index].insert(page);
-    }
+    frames_[index(source)].mark_persistent(source.branch.index, address, bytes);
     return true;
   }
 
@@ -196,15 +184,14 @@ class segment_pool final {
   [[nodiscard]] std::size_t persistent_pages(segment_source source) const {
     check(source);
     std::lock_guard<std::mutex> lock(mutex_);
-    return frames_[index(source)].persistent[source.branch.index].size();
+    return frames_[index(source)].persistent_pages(source.branch.index);
   }
 
   /// @return pages of `source`'s window in use that hold no persistent byte.
   [[nodiscard]] std::size_t transient_pages(segment_source source) const {
     check(source);
     std::lock_guard<std::mutex> lock(mutex_);
-    const frame& f = frames_[index(source)];
-    return used_pages(f, source.branch.index) - f.persistent[source.branch.index].size();
+    return frames_[index(source)].transient_pages(source.branch.index);
   }
 
   /// @brief Maps every window anew (see the class comment): the persistent pages of frame i at
@@ -222,19 +209,13 @@ class segment_pool final {
     }
     std::size_t scratch_pages = 0;
     for (const frame& f : frames_) {
-      for (std::size_t b = 0; b < branches_.size(); ++b) scratch_pages = std::max(scratch_pages, used_pages(f, b) - f.persistent[b].size());
+      for (std::size_t b = 0; b < branches_.size(); ++b) scratch_pages = std::max(scratch_pages, f.transient_pages(b));
     }
     std::shared_ptr<const block_type> persistent = persistent_bytes > 0 ? make_block_(persistent_bytes) : nullptr;
     std::shared_ptr<const block_type> scratch = scratch_pages > 0 ? make_block_(scratch_pages * page_bytes_) : nullptr;
     for (std::size_t i = 0; i < frames_.size(); ++i) {
-      frame& f = frames_[i];
-      if (!f.arena) continue;
-      std::vector<std::vector<run>> runs;
-      for (std::size_t b = 0; b < branches_.size(); ++b) {
-        runs.push_back(liveness_runs(used_pages(f, b), f.persistent[b], persistent, frame_offsets[i], scratch, page_bytes_,
-                                     "segment_pool::lay_out: frame " + std::to_string(i) + " (" + branches_[b] + ")"));
-      }
-      f.arena->remap(runs);
+      frames_[i].lay_out(persistent, frame_offsets[i], scratch, "segment_pool::lay_out: frame " + std::to_string(i),
+                         branches_);
     }
     blocks_ = {persistent, scratch};
     scratch_bytes_ = scratch_pages * page_bytes_;
@@ -259,22 +240,21 @@ class segment_pool final {
   [[nodiscard]] std::size_t used_bytes(segment_source source) const {
     check(source);
     std::lock_guard<std::mutex> lock(mutex_);
-    return frames_[index(source)].used[source.branch.index];
+    return frames_[index(source)].used_bytes(source.branch.index);
   }
 
   /// @return the physical bytes behind the (chunk, slot) frame: its largest branch, rounded to the granularity.
   [[nodiscard]] std::size_t frame_physical_bytes(chunk_id chunk, slot_id slot) const {
     check({chunk, slot, branch_id{0}});
     std::lock_guard<std::mutex> lock(mutex_);
-    const frame& f = frames_[index({chunk, slot, branch_id{0}})];
-    return f.arena ? f.arena->physical_bytes() : 0;
+    return frames_[index({chunk, slot, branch_id{0}})].physical_bytes();
   }
 
   /// @return the physical bytes of every frame (after lay_out(): the persistent and scratch blocks).
   [[nodiscard]] std::size_t physical_bytes() const {
     std::lock_guard<std::mutex> lock(mutex_);
     std::size_t total = 0;
-    for (const frame& f : frames_) total += f.arena ? f.arena->physical_bytes() : 0;
+    for (const frame& f : frames_) total += f.physical_bytes();
     for (const auto& block : blocks_) total += block ? block->bytes() : 0;
     return total;
   }
@@ -292,12 +272,7 @@ class segment_pool final {
   [[nodiscard]] std::size_t page_bytes() const noexcept { return page_bytes_; }
 
  private:
-  struct frame {
-    std::unique_ptr<Arena> arena;
-    std::vector<std::size_t> used;  // per branch: the window's bump cursor
-    std::vector<std::size_t> live;  // per branch: segments not yet given back
-    std::vector<std::set<std::size_t>> persistent;  // per branch: pages holding persistent bytes
-  };
+  using frame = detail::segment_frame<Arena>;
   struct live_segment {
     segment_source source;
     std::size_t bytes;
@@ -311,10 +286,6 @@ class segment_pool final {
     if (source.chunk.index >= static_cast<std::uint32_t>(chunks_)) throw out("chunk", source.chunk.index, static_cast<std::size_t>(chunks_));
     if (source.slot.index >= static_cast<std::uint32_t>(slots_)) throw out("slot", source.slot.index, static_cast<std::size_t>(slots_));
     if (source.branch.index >= branches_.size()) throw out("branch", source.branch.index, branches_.size());
-  }
-
-  [[nodiscard]] std::size_t used_pages(const frame& f, std::size_t branch) const noexcept {
-    return (f.used[branch] + page_bytes_ - 1) / page_bytes_;
   }
 
   [[nodiscard]] std::size_t index(segment_source source) const noexcept {
