@@ -291,10 +291,16 @@ std::size_t equal_size_optimum(const problem& input, const plan& result) {
 
 double ratio(std::size_t a, std::size_t b) { return b == 0 ? 1.0 : static_cast<double>(a) / static_cast<double>(b); }
 
+// The q-quantile, linear between the two values around it: the median of an even count is the mean of
+// its two middle values (as Python's statistics.median gives it), the worst (q = 1) the largest.
 double percentile(std::vector<double> values, double q) {
   if (values.empty()) return 1.0;
   std::sort(values.begin(), values.end());
-  return values[static_cast<std::size_t>(q * static_cast<double>(values.size() - 1) + 0.5)];
+  const double at = q * static_cast<double>(values.size() - 1);
+  const auto below = static_cast<std::size_t>(at);
+  if (below + 1 >= values.size()) return values.back();
+  const double fraction = at - static_cast<double>(below);
+  return values[below] + fraction * (values[below + 1] - values[below]);
 }
 
 }  // namespace
