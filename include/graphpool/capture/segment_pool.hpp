@@ -35,10 +35,10 @@
 #include <utility>
 #include <vector>
 
+#include "graphpool/capture/segment_frame.hpp"
 #include "graphpool/detail/format.hpp"
 #include "graphpool/error.hpp"
 #include "graphpool/ids.hpp"
-#include "graphpool/capture/segment_frame.hpp"
 #include "graphpool/memory/page_run.hpp"
 
 namespace graphpool {
