@@ -39,6 +39,8 @@ class body_captures final {
 
   /// @brief Captures of `model`'s bodies (the model must outlive this object).
   body_captures(const variant_model& model, capture_options options) : model_(model), options_(options) {}
+  body_captures(const body_captures&) = delete;
+  body_captures& operator=(const body_captures&) = delete;
 
   /// @brief Keeps `forward` and `backward` and runs each chunk's, every branch, in a throw-away capture
   /// on `stream`: layers in order forward, then in reverse backward, each layer's persistent requests

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "graphpool/capture/variant_plan.hpp"
@@ -27,9 +28,16 @@ class microbatch_frames final {
 
   /// @brief Frames of plan `p` (which must outlive its use here). A plan of one schedule needs no begin_step().
   void use(const plan::plan& p) {
+    plan::frame_index frame_at(p);  // may throw: nothing changes before it is made
     plan_ = &p;
-    frame_at_ = plan::frame_index(p);
+    frame_at_ = std::move(frame_at);
     map_ = p.slot_maps.size() == 1 ? &p.slot_maps.front() : nullptr;
+  }
+
+  /// @brief Back to no plan (before the plan given to use() goes away).
+  void forget() noexcept {
+    plan_ = nullptr;
+    map_ = nullptr;
   }
 
   /// @brief Launches from now on follow the slot map of the schedule of `microbatches` microbatches.

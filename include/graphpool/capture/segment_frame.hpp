@@ -45,7 +45,8 @@ class segment_frame final {
   }
 
   /// @brief Takes [start, start + bytes) of `branch`'s window (start from next_start()), mapping
-  /// physical memory as far as it reaches. @throws what the arena throws; nothing is taken then.
+  /// physical memory as far as it reaches. @throws what the arena throws; the cursor and live count
+  /// stay as they were then (pages the arena mapped before failing stay mapped, as every grown page does).
   void take(std::size_t branch, std::size_t start, std::size_t bytes) {
     arena_->ensure(start + bytes);
     used_[branch] = start + bytes;

@@ -136,7 +136,10 @@ class segment_pool final {
                   " of address space; create the pool with a larger window capacity");
     }
     void* segment = f.address(source.branch.index, start);
-    const auto entry = segments_.emplace(segment, live_segment{source, bytes}).first;
+    const auto [entry, inserted] = segments_.emplace(segment, live_segment{source, bytes});
+    if (!inserted) {  // the cursor passes every live segment of the window, so this is a broken invariant
+      throw error("segment_pool: internal error: " + source.describe(branches_) + " would hand out a live segment again");
+    }
     try {
       f.take(source.branch.index, start, bytes);
     } catch (...) {

@@ -124,6 +124,7 @@ class variant_graphs final {
     require(!reserved(), "use_plan", "call release() first to change the plan");
     if (measured_) detail::check_plan(planned, model_, measurement_);
     arenas_.reset();  // a new plan, new declarations
+    frames_.forget();  // no frame points into the plan replaced next, even if use() throws
     plan_ = std::move(planned);
     frames_.use(plan_.value());
   }
