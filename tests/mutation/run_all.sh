@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every planted bug under tests/mutation (or the patches given) through run_mutant.sh and prints
-# one line per mutant, then the KILLED / SURVIVED / STILLBORN / TIMED OUT counts per layer and in total.
+# one line per mutant, then the KILLED / SURVIVED / STILLBORN / TIMED OUT / NO TESTS counts per layer and
+# in total.
 #   usage: tests/mutation/run_all.sh [PATCH...]
 #   GRAPHPOOL_MUTATION_JOBS  mutants run at once, each in its own copy (default 1; a copy is ~150 MB)
 #   GRAPHPOOL_MUTATION_DIR   prefix of the copies (default /tmp/graphpool-mutation; job k uses PREFIX-jobk)
@@ -22,8 +23,9 @@ for ((k = 0; k < jobs; ++k)); do
 done
 wait
 
-# run_mutant.sh prints "ID KILLED by: ...", "ID SURVIVED", "ID STILLBORN: ..." (then details) or "ID TIMED OUT: ...".
-grep -h -E '^[a-z]+-[0-9]+ (KILLED|SURVIVED|STILLBORN|TIMED OUT)' "$results"/job*.log | sort >"$results/all"
+# run_mutant.sh prints "ID KILLED by: ...", "ID SURVIVED", "ID STILLBORN: ..." (then details), "ID TIMED OUT: ..."
+# or "ID NO TESTS: ..." (GRAPHPOOL_MUTATION_TESTS named no test).
+grep -h -E '^[a-z]+-[0-9]+ (KILLED|SURVIVED|STILLBORN|TIMED OUT|NO TESTS)' "$results"/job*.log | sort >"$results/all"
 cat "$results/all"
 echo
 echo "summary:"
@@ -35,9 +37,10 @@ for layer in $(cut -d- -f1 "$results/all" | sort -u) total; do
   survived=$(grep -E "$pattern" "$results/all" | grep -c ' SURVIVED')
   stillborn=$(grep -E "$pattern" "$results/all" | grep -c ' STILLBORN')
   timed_out=$(grep -E "$pattern" "$results/all" | grep -c ' TIMED OUT')
-  printf '  %-6s %3d mutants: %3d KILLED, %3d SURVIVED, %3d STILLBORN, %3d TIMED OUT\n' "$layer" \
-    $((killed + survived + stillborn + timed_out)) "$killed" "$survived" "$stillborn" "$timed_out"
-  [ "$layer" = total ] && [ $((survived + stillborn + timed_out)) -gt 0 ] && status=1
+  no_tests=$(grep -E "$pattern" "$results/all" | grep -c ' NO TESTS')
+  printf '  %-6s %3d mutants: %3d KILLED, %3d SURVIVED, %3d STILLBORN, %3d TIMED OUT, %3d NO TESTS\n' "$layer" \
+    $((killed + survived + stillborn + timed_out + no_tests)) "$killed" "$survived" "$stillborn" "$timed_out" "$no_tests"
+  [ "$layer" = total ] && [ $((survived + stillborn + timed_out + no_tests)) -gt 0 ] && status=1
 done
 missing=$((${#patches[@]} - $(wc -l <"$results/all")))
 [ "$missing" -eq 0 ] || { echo "  $missing mutant(s) gave no result; see the job logs"; status=1; }

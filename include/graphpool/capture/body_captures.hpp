@@ -77,7 +77,8 @@ class body_captures final {
       const auto layers = static_cast<std::uint32_t>(p.layers_per_chunk[c]);
       for (std::uint32_t s = 0; s < static_cast<std::uint32_t>(p.slots) && layers > 0; ++s) {
         for (std::uint32_t b = 0; b < model_.branches.size(); ++b) {
-          replaying_memory memory = frame_memories(arenas, p, model_, measured, chunk_id{c}, slot_id{s}, branch_id{b});
+          replaying_memory memory =
+              frame_memories(arenas, p, frame_at, model_, measured, chunk_id{c}, slot_id{s}, branch_id{b});
           auto one = [&](graph_phase phase, std::uint32_t l) {
             const std::size_t frame = frame_at(c, s, l);
             const std::string name = describe_frame(p.frames[frame]) + " " + to_string(phase);

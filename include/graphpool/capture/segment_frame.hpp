@@ -8,7 +8,6 @@
 #include <memory>
 #include <set>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "graphpool/alignment.hpp"
@@ -32,7 +31,6 @@ class segment_frame final {
   void make_arena(Make&& make) {
     if (!arena_) arena_ = make();
   }
-  [[nodiscard]] bool has_arena() const noexcept { return arena_ != nullptr; }
 
   /// @return where the next segment of `branch` would start in its window, aligned to `alignment`.
   [[nodiscard]] std::size_t next_start(std::size_t branch, std::size_t alignment) const noexcept {

@@ -264,12 +264,12 @@ void declare_plan(arena_allocator<Upstream>& arenas, const plan::plan& p, const 
   }
 }
 
-/// @return the memory of (chunk, slot, branch)'s layers for its real captures.
+/// @return the memory of (chunk, slot, branch)'s layers for its real captures; `frame_at` is `p`'s frame index.
 template <class Upstream>
 [[nodiscard]] replaying_memory frame_memories(const arena_allocator<Upstream>& arenas, const plan::plan& p,
-                                              const variant_model& model, const measurement& measured, chunk_id chunk,
-                                              slot_id slot, branch_id branch) {
-  const plan::frame_index frame_at(p);
+                                              const plan::frame_index& frame_at, const variant_model& model,
+                                              const measurement& measured, chunk_id chunk, slot_id slot,
+                                              branch_id branch) {
   const auto layers = static_cast<std::size_t>(p.layers_per_chunk[chunk.index]);
   std::vector<replaying_memory::layer_memory> memory;
   for (std::size_t l = 0; l < layers; ++l) {
