@@ -118,7 +118,7 @@ int main(int argc, char** argv) {
         input.max_copies = static_cast<int>(graphpool::plan::detail::parse_integer(value(), "--max-copies", 0, 1 << 16));
       } else if (flag == "--alignment") {
         const std::string text = value();
-        input.alignment = parse_size(text);
+        input.alignment = parse_frame_size(text, "--alignment " + text);
         if (!graphpool::is_valid_alignment(input.alignment)) {
           throw bad_flag("--alignment " + text + ": the alignment must be a power of two (1, 2, 4, ..., e.g. 256)");
         }

@@ -65,11 +65,15 @@ TEST_CASE("bad orders are rejected naming the entry's index and value", "[schedu
 }
 
 TEST_CASE("bad generator shapes are rejected", "[schedule][errors]") {
-  CHECK_THROWS_WITH(schedule::one_f_one_b(0, 0, 4), contains_text("pipeline size 0 must be at least 1"));
+  CHECK_THROWS_WITH(schedule::one_f_one_b(0, 0, 4), contains_text("pipeline size 0 must be in [1, 65536]"));
   CHECK_THROWS_WITH(schedule::one_f_one_b(4, 4, 4), contains_text("rank 4 is outside [0, 4)"));
-  CHECK_THROWS_WITH(schedule::one_f_one_b(4, 0, 0), contains_text("microbatches 0 must be at least 1"));
+  CHECK_THROWS_WITH(schedule::one_f_one_b(4, 0, 0), contains_text("microbatches 0 must be in [1, 65536]"));
   CHECK_THROWS_WITH(schedule::interleaved(4, 0, 8, 0, 4), contains_text("vpp 0 must be in [1, 4096]"));
   CHECK_THROWS_WITH(schedule::interleaved(4, 0, 8, 2, 2), contains_text("group size 2 is smaller than the pipeline size 4"));
+  // Counts whose products would overflow an int are refused before anything is built.
+  CHECK_THROWS_WITH(schedule::interleaved(2, 0, 4, 4, 1 << 30), contains_text("group size 1073741824 must be in [1, 65536]"));
+  CHECK_THROWS_WITH(schedule::interleaved(2, 0, 1 << 30, 4, 2), contains_text("microbatches 1073741824 must be in [1, 65536]"));
+  CHECK_THROWS_WITH(schedule::one_f_one_b(1 << 20, 0, 4), contains_text("pipeline size 1048576 must be in [1, 65536]"));
 }
 
 TEST_CASE("schedules of one plan must run the same chunks", "[schedule][errors]") {

@@ -22,6 +22,17 @@ TEST_CASE("sizes take B, KiB, MiB and GiB", "[spec]") {
   CHECK_THROWS_WITH(parse_size("64MB"), contains_text("size '64MB' is not a number with an optional unit"));
 }
 
+TEST_CASE("sizes given to a flag name the flag, and stop at the 1 TiB a frame may hold", "[spec]") {
+  CHECK(parse_frame_size("1024GiB", "--x") == std::size_t{1} << 40);
+  CHECK_THROWS_WITH(parse_frame_size("1025GiB", "--x"),
+                    contains_text("--x: 1025GiB is more than the 1 TiB (1099511627776 bytes) one frame may hold"));
+  CHECK_THROWS_WITH(parse_branch_spec("a:1XB"), contains_text("--branch 'a:1XB' saved bytes: size '1XB' is not a number"));
+  CHECK_THROWS_WITH(parse_branch_spec("a:1MiB:2048GiB"),
+                    contains_text("--branch 'a:1MiB:2048GiB' gradient bytes: 2048GiB is more than the 1 TiB"));
+  CHECK_THROWS_WITH(parse_frame_bytes_spec("chunk=0,layer=0,branch=a,saved=64MB"),
+                    contains_text("--frame-bytes 'chunk=0,layer=0,branch=a,saved=64MB' saved: size '64MB' is not a number"));
+}
+
 TEST_CASE("schedule specs expand microbatch ranges", "[spec]") {
   CHECK(parse_schedule_spec("pp=2,rank=0,microbatches=8").size() == 1);
   const auto range = parse_schedule_spec("pp=4,rank=1,microbatches=4..64:4,vpp=2,group=4");

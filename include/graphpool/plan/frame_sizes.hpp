@@ -11,6 +11,7 @@
 
 #include "graphpool/alignment.hpp"
 #include "graphpool/error.hpp"
+#include "graphpool/plan/liveness.hpp"
 #include "graphpool/plan/problem.hpp"
 
 namespace graphpool::plan::detail {
@@ -24,10 +25,28 @@ inline void validate(const problem& p, int chunks) {
     throw error("planner: " + std::to_string(p.layers_per_chunk.size()) + " layer counts given for " +
                 std::to_string(chunks) + " chunk(s); give one for every chunk, or one for all");
   }
-  for (std::size_t c = 0; c < p.layers_per_chunk.size(); ++c) {
-    if (p.layers_per_chunk[c] < 0) {
-      throw error("planner: chunk " + std::to_string(c) + " has " + std::to_string(p.layers_per_chunk[c]) +
+  std::size_t layers_total = 0;  // every chunk's layers: a plan holds them once per slot, at least one slot
+  for (int c = 0; c < chunks; ++c) {
+    const int layers = p.layers_per_chunk.size() == 1 ? p.layers_per_chunk[0] : p.layers_per_chunk[static_cast<std::size_t>(c)];
+    if (layers < 0) {
+      throw error("planner: chunk " + std::to_string(c) + " has " + std::to_string(layers) +
                   " layers; a layer count cannot be negative");
+    }
+    layers_total += static_cast<std::size_t>(layers);
+  }
+  if (layers_total > max_frames) {
+    throw error("planner: the chunks have " + std::to_string(layers_total) + " layers in all, more than the " +
+                std::to_string(max_frames) + " frames one plan may hold (each slot holds every layer once)");
+  }
+  for (std::size_t o = 0; o < p.overrides.size(); ++o) {
+    for (std::size_t earlier = 0; earlier < o; ++earlier) {
+      const saved_bytes_override& a = p.overrides[earlier];
+      const saved_bytes_override& b = p.overrides[o];
+      if (a.chunk == b.chunk && a.layer == b.layer && a.branch == b.branch) {
+        throw error("planner: overrides " + std::to_string(earlier) + " and " + std::to_string(o) + " both give chunk=" +
+                    std::to_string(b.chunk) + ",layer=" + std::to_string(b.layer) + ",branch=" + b.branch +
+                    " saved bytes; give each once");
+      }
     }
   }
   // Sizes stay far from overflow: sums over every frame of every branch fit in 64 bits.
@@ -88,8 +107,9 @@ struct frame_sizes {
     }
     const int layers = sizes.layers_per_chunk[static_cast<std::size_t>(o.chunk)];
     if (o.layer < 0 || o.layer >= layers) {
-      throw error(named() + "chunk " + std::to_string(o.chunk) + " has " + std::to_string(layers) +
-                  " layer(s), 0-based: layer=0.." + std::to_string(layers - 1));
+      throw error(named() + "chunk " + std::to_string(o.chunk) +
+                  (layers == 0 ? std::string(" has no layers") : " has " + std::to_string(layers) +
+                                                                     " layer(s), 0-based: layer=0.." + std::to_string(layers - 1)));
     }
     const auto found = std::find(sizes.branches.begin(), sizes.branches.end(), o.branch);
     if (found == sizes.branches.end()) {

@@ -209,10 +209,10 @@ inline void squeeze(sweep_layout& sweep, const std::vector<frame_interval>& fram
     const std::size_t reach = squeaky_settings[k].revisit_reach;
     if (std::find(reaches.begin(), reaches.end(), reach) == reaches.end()) reaches.push_back(reach);
   }
-  auto keep = [&](anchor_layout&& layout, const swept_layout& from) {
+  auto keep = [&](anchor_layout&& layout, const swept_layout& source) {
     if (result.valid && layout.footprint >= result.footprint) return;
     result = std::move(layout);
-    swept = from;
+    swept = source;
   };
   for (std::size_t reach : reaches) {
     if (result.valid && result.footprint <= floor) break;

@@ -126,8 +126,8 @@ namespace graphpool::plan {
     return schedules[a].microbatches() > schedules[b].microbatches();
   });
   // Every other count replayed; false where one finds no copy within the budget, or the footprint
-  // reaches `give_up_at`.
-  auto replay_counts = [&](bool lower_frames, std::size_t give_up_at) {
+  // reaches `stop_at`.
+  auto replay_counts = [&](bool lower_frames, std::size_t stop_at) {
     // Search effort for the replays: over the copies (bounded), or each schedule swept by itself (sweep).
     std::size_t replay_effort = how.search_effort;
     std::size_t tail_effort = how.search_effort;  // periodic: the counts' tails laid out afresh
@@ -135,7 +135,7 @@ namespace graphpool::plan {
     const int anchor_period =  // periodic: the anchor's group of microbatches
         how.order == packing_order::periodic ? detail::period_of(items, chunk_bytes).microbatches : 0;
     for (std::size_t k = 1; k < by_weight.size(); ++k) {
-      if (result.footprint >= give_up_at) return false;
+      if (result.footprint >= stop_at) return false;
       const schedule& s = schedules[by_weight[k]];
       slot_map& map = result.maps[by_weight[k]];
       map = slot_map{s.name(), s.microbatches(), {}};
@@ -221,7 +221,7 @@ namespace graphpool::plan {
         for (std::size_t m = 0; m < previous[c].size(); ++m) previous[c][m] = static_cast<std::ptrdiff_t>((*id_of)[c][m]);
       }
     }
-    return result.footprint < give_up_at;
+    return result.footprint < stop_at;
   };
   // Where a count laid out by itself as blocks left the union above its anchor, the counts are replayed
   // again taking a count's frames' layout where that is lower (how.lower_own_frames); frames seldom sit

@@ -41,6 +41,9 @@ class schedule {
  public:
   /// @brief The most model chunks a schedule may have.
   static constexpr int max_chunks = 4096;
+  /// @brief The most microbatches, pipeline stages and group size a generated schedule may have (so that
+  /// its counts stay far from overflow).
+  static constexpr int max_count = 65536;
 
   /// @brief Non-interleaved 1F1B for `rank` of `pipeline` stages over `microbatches`:
   /// W = min(P-r-1, M) warm-up forwards, (F, B) pairs, then W backwards.
@@ -216,15 +219,22 @@ class schedule {
   schedule() = default;
 
   static void check_shape(int pipeline, int rank, int microbatches, int chunks, int group) {
-    if (pipeline < 1) throw error("schedule: pipeline size " + std::to_string(pipeline) + " must be at least 1");
+    const std::string most = std::to_string(max_count);
+    if (pipeline < 1 || pipeline > max_count) {
+      throw error("schedule: pipeline size " + std::to_string(pipeline) + " must be in [1, " + most + "]");
+    }
     if (rank < 0 || rank >= pipeline) {
       throw error("schedule: rank " + std::to_string(rank) + " is outside [0, " + std::to_string(pipeline) + ")");
     }
-    if (microbatches < 1) throw error("schedule: microbatches " + std::to_string(microbatches) + " must be at least 1");
+    if (microbatches < 1 || microbatches > max_count) {
+      throw error("schedule: microbatches " + std::to_string(microbatches) + " must be in [1, " + most + "]");
+    }
     if (chunks < 1 || chunks > max_chunks) {
       throw error("schedule: vpp " + std::to_string(chunks) + " must be in [1, " + std::to_string(max_chunks) + "]");
     }
-    if (group < 1) throw error("schedule: group size " + std::to_string(group) + " must be at least 1");
+    if (group < 1 || group > max_count) {
+      throw error("schedule: group size " + std::to_string(group) + " must be in [1, " + most + "]");
+    }
   }
 
   /// Chunks are 0-based everywhere (events, plans, JSON, messages); an order names them by 1-based id.

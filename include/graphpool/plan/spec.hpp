@@ -98,6 +98,23 @@ namespace detail {
   return static_cast<std::size_t>(bytes);
 }
 
+/// @brief Parses a size given to `what` (a flag and its value, for messages): as parse_size, and at most
+/// max_frame_bytes (1 TiB), the most one frame, returned gradient or alignment may take.
+/// @throws graphpool::error naming `what` for a malformed size or one above 1 TiB.
+[[nodiscard]] inline std::size_t parse_frame_size(std::string_view text, const std::string& what) {
+  std::size_t bytes = 0;
+  try {
+    bytes = parse_size(text);
+  } catch (const error& e) {
+    throw error(what + ": " + e.what());
+  }
+  if (bytes > max_frame_bytes) {
+    throw error(what + ": " + std::string(text) + " is more than the 1 TiB (" + std::to_string(max_frame_bytes) +
+                " bytes) one frame may hold");
+  }
+  return bytes;
+}
+
 /// @brief Parses "pp=P,rank=R,microbatches=M[,vpp=V,group=G]" into one schedule per microbatch count;
 /// `microbatches` may be a range "4..64" (every count) or "4..64:4" (every 4th). With vpp > 1 the
 /// schedule is interleaved (group defaults to pp); otherwise 1F1B.
@@ -201,20 +218,21 @@ namespace detail {
   return order;
 }
 
-/// @brief Parses "NAME:SAVED[:GRAD]" (sizes as parse_size takes them).
+/// @brief Parses "NAME:SAVED[:GRAD]" (sizes as parse_frame_size takes them).
 [[nodiscard]] inline branch_sizes parse_branch_spec(std::string_view text) {
+  const std::string what = "--branch '" + std::string(text) + "'";
   const std::vector<std::string> parts = detail::split(text, ':');
   if (parts.size() < 2 || parts.size() > 3 || parts[0].empty()) {
-    throw error("--branch '" + std::string(text) + "': write NAME:SAVED[:GRAD], e.g. cp2:32MiB:8MiB");
+    throw error(what + ": write NAME:SAVED[:GRAD], e.g. cp2:32MiB:8MiB");
   }
   branch_sizes branch;
   branch.name = parts[0];
-  branch.saved_per_layer = parse_size(parts[1]);
-  if (parts.size() == 3) branch.grad_per_slot = parse_size(parts[2]);
+  branch.saved_per_layer = parse_frame_size(parts[1], what + " saved bytes");
+  if (parts.size() == 3) branch.grad_per_slot = parse_frame_size(parts[2], what + " gradient bytes");
   return branch;
 }
 
-/// @brief Parses "chunk=C,layer=L,branch=NAME,saved=SIZE" (0-based chunk and layer).
+/// @brief Parses "chunk=C,layer=L,branch=NAME,saved=SIZE" (0-based chunk and layer; SIZE as parse_frame_size).
 [[nodiscard]] inline saved_bytes_override parse_frame_bytes_spec(std::string_view text) {
   const std::string what = "--frame-bytes '" + std::string(text) + "'";
   saved_bytes_override o;
@@ -229,7 +247,7 @@ namespace detail {
     } else if (key == "branch") {
       o.branch = value;
     } else if (key == "saved") {
-      o.saved = parse_size(value);
+      o.saved = parse_frame_size(value, what + " saved");
       have_saved = true;
     } else {
       throw error(what + ": unknown key '" + key + "'; use chunk, layer, branch, saved");
