@@ -1,6 +1,8 @@
 // The slot guard's state machine on its own (variant_graphs_test.cpp drives it through real launches).
 
+#include <cstdlib>
 #include <string>
+#include <utility>
 
 #include "catch.hpp"
 #include "graphpool/capture/slot_guard.hpp"
@@ -62,4 +64,15 @@ TEST_CASE("unclaim and reset forget frames; a disabled guard checks nothing", "[
   off.claim(label(0, 1, 0, 0), {arena_id{0}, 0, 8});
   off.release(label(0, 9, 0, 0));
   CHECK(off.live() == 0);
+}
+
+TEST_CASE("GRAPHPOOL_SLOT_DEBUG asks for the guard when set to anything but empty or 0, as the Python package reads it",
+          "[guard]") {
+  for (const auto& [value, on] : {std::pair<const char*, bool>{"1", true}, {"yes", true}, {"0", false}, {"", false}}) {
+    INFO(value);
+    REQUIRE(setenv("GRAPHPOOL_SLOT_DEBUG", value, 1) == 0);
+    CHECK(slot_debug_requested() == on);
+  }
+  REQUIRE(unsetenv("GRAPHPOOL_SLOT_DEBUG") == 0);
+  CHECK_FALSE(slot_debug_requested());
 }

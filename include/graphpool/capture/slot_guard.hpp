@@ -47,10 +47,11 @@ struct memory_range {
   }
 };
 
-/// @return true when the environment asks for the guard (GRAPHPOOL_SLOT_DEBUG=1).
+/// @return true when the environment asks for the guard: GRAPHPOOL_SLOT_DEBUG set to anything but "" or
+/// "0" (e.g. 1), as the Python package reads it.
 [[nodiscard]] inline bool slot_debug_requested() noexcept {
   const char* value = std::getenv("GRAPHPOOL_SLOT_DEBUG");
-  return value != nullptr && std::strcmp(value, "1") == 0;
+  return value != nullptr && value[0] != '\0' && std::strcmp(value, "0") != 0;
 }
 
 /// @brief The live frames and the bytes each holds, checked on every forward and backward.
