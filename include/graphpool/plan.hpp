@@ -13,6 +13,7 @@
 #include "graphpool/plan/load.hpp"
 #include "graphpool/plan/packed_maps.hpp"
 #include "graphpool/plan/placement.hpp"
+#include "graphpool/plan/plan_check.hpp"
 #include "graphpool/plan/plan_with_maps.hpp"
 #include "graphpool/plan/planner.hpp"
 #include "graphpool/plan/problem.hpp"

@@ -31,7 +31,7 @@ assert doc["slots"] == 5
 assert doc["slot_rule"] == "mod"
 assert len(doc["frames"]) == 2 * 5 * 2
 for f in doc["frames"]:
-    assert set(f) == {"chunk", "slot", "layer", "arena", "offset", "bytes"}, f
+    assert set(f) == {"chunk", "slot", "layer", "arena", "offset", "bytes", "color"}, f
     assert f["bytes"] == 8 << 20
 assert doc["footprint_bytes"] >= doc["lower_bound_bytes"] >= doc["live_bound_bytes"]
 # With --slot-rule mod the map is m mod S: one format for a runtime.
@@ -91,7 +91,12 @@ bad=(
   "2 --mode best --order 1,-1 --branch a:1MiB => --mode 'best': use coloring or offsets"
   "2 --emit xml --order 1,-1 --branch a:1MiB => --emit 'xml': the only output to emit is te-slots"
   "2 --json --emit te-slots --order 1,-1 --branch a:1MiB => --json and --emit te-slots each print a whole document"
-  "2 --branch a:1MB --order 1,-1 => size '1MB' is not a number with an optional unit"
+  "2 --branch a:1MB --order 1,-1 => --branch 'a:1MB' saved bytes: size '1MB' is not a number with an optional unit"
+  "2 --order 1,-1 --branch a:1MiB:1XB => --branch 'a:1MiB:1XB' gradient bytes: size '1XB' is not a number"
+  "2 --order 1,-1 --branch a:2048GiB => --branch 'a:2048GiB' saved bytes: 2048GiB is more than the 1 TiB (1099511627776 bytes) one frame may hold"
+  "2 --order 1,-1 --branch a:1MiB --frame-bytes chunk=0,layer=0,branch=a,saved=4096GiB => --frame-bytes 'chunk=0,layer=0,branch=a,saved=4096GiB' saved: 4096GiB is more than the 1 TiB"
+  "2 --order 1,-1 --branch a:1MiB --alignment 2048GiB => --alignment 2048GiB: 2048GiB is more than the 1 TiB"
+  "2 --order 1,-1 --branch a:1MiB --alignment 4611686018427387904 => --alignment 4611686018427387904: size '4611686018427387904' is too large"
   "1 --order 1,1,-1,-1 --slots 1 --branch a:1MiB => schedule '--order 1,1,-1,-1', entry 1 (order id 1): the forward of chunk 0"
   "1 --order 1,1,-1,-1 --slots 1 --branch a:1MiB => slot period is shorter than the schedule's liveness; use at least 2 slots"
   "1 --order 1,-1 --branch a:1MiB --layers 2,3 => 2 layer counts given for 1 chunk(s)"

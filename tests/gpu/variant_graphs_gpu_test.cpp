@@ -4,6 +4,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -139,39 +140,43 @@ TEST_CASE("variant_graphs on a GPU: an interleaved rank with a random branch per
   }
 }
 
-TEST_CASE("variant_graphs on a GPU: the guard from GRAPHPOOL_SLOT_DEBUG refuses a planted slot wrap and a backward "
-          "without its forward before enqueue", "[gpu][variant_graphs][guard]") {
+TEST_CASE("variant_graphs on a GPU: the guard from GRAPHPOOL_SLOT_DEBUG refuses a slot wrap (a forward order other "
+          "than the model's) and a backward without its forward before enqueue", "[gpu][variant_graphs][guard]") {
   cuda_pool_resource pool;
   stream_guard s;
   device_state state;
-  variant_options off;
-  off.guard = false;
-  variant_graphs planner(pool, pipeline_model(), off);
-  planner.measure(s.stream, forward_body(state), backward_body(state));
-  plan::plan wrapped = planner.make_plan();
-  for (plan::slot_map& map : wrapped.slot_maps) {
-    for (std::vector<int>& chunk : map.slots) std::fill(chunk.begin(), chunk.end(), 0);
-  }
+  // 16 microbatches of the rank: chunk 0's map sends a later microbatch to the copy of an earlier one, so a
+  // runtime that forwards both before the earlier one's backward (not the model's order) wraps that copy.
+  const variant_model model{{"cp1", "cp2", "cp4"}, {1}, {plan::schedule::interleaved(4, 0, 16, 2, 4)}};
   REQUIRE(setenv("GRAPHPOOL_SLOT_DEBUG", "1", 1) == 0);
-  variant_graphs graphs(pool, pipeline_model());
+  variant_graphs graphs(pool, model);
   REQUIRE(unsetenv("GRAPHPOOL_SLOT_DEBUG") == 0);
   REQUIRE(graphs.guard().enabled());
-  graphs.measure(s.stream, forward_body(state), backward_body(state));
-  graphs.use_plan(wrapped);
-  graphs.reserve();
-  graphs.capture(s.stream);
-  graphs.begin_step(8);
-  set_word(state.forward_token(), 0, s.stream);
-  graphs.forward(chunk_id{0}, 0, branch_id{2}, s.stream);
-  set_word(state.forward_token(), 1, s.stream);
-  CHECK_THROWS_WITH(graphs.forward(chunk_id{0}, 1, branch_id{0}, s.stream),
-                    contains_text("the forward of chunk 0 microbatch 1 layer 0 (branch cp1) would overwrite"));
+  graphs.capture(s.stream, forward_body(state), backward_body(state));
+  const std::vector<int>& copies = plan::find_slot_map(graphs.plan(), 16).slots[0];
+  int wrapping = 1;
+  while (wrapping < 16 && std::find(copies.begin(), copies.begin() + wrapping, copies[static_cast<std::size_t>(wrapping)]) ==
+                              copies.begin() + wrapping) {
+    ++wrapping;
+  }
+  REQUIRE(wrapping < 16);
+  const auto earlier = static_cast<int>(
+      std::find(copies.begin(), copies.end(), copies[static_cast<std::size_t>(wrapping)]) - copies.begin());
+  graphs.begin_step(16);
+  for (int m = 0; m < wrapping; ++m) {
+    set_word(state.forward_token(), m, s.stream);
+    graphs.forward(chunk_id{0}, m, branch_id{2}, s.stream);
+  }
+  set_word(state.forward_token(), wrapping, s.stream);
+  CHECK_THROWS_WITH(graphs.forward(chunk_id{0}, wrapping, branch_id{0}, s.stream),
+                    contains_text("the forward of chunk 0 microbatch " + std::to_string(wrapping) +
+                                  " layer 0 (branch cp1) would overwrite"));
   CHECK_THROWS_WITH(graphs.backward(chunk_id{1}, 0, branch_id{2}, s.stream),
                     contains_text("the backward of chunk 1 microbatch 0 layer 0 (branch cp4) has no live forward"));
-  CHECK(graphs.report().launches == 1);
-  // Nothing was enqueued: microbatch 0's saved bytes are intact for its backward.
-  set_word(state.backward_token(), 0, s.stream);
-  graphs.backward(chunk_id{0}, 0, branch_id{2}, s.stream);
+  CHECK(graphs.report().launches == static_cast<std::size_t>(wrapping));
+  // Nothing was enqueued: the earlier microbatch's saved bytes are intact for its backward.
+  set_word(state.backward_token(), earlier, s.stream);
+  graphs.backward(chunk_id{0}, earlier, branch_id{2}, s.stream);
   GRAPHPOOL_CUDA_TRY(cudaStreamSynchronize(s.stream), "sync");
   CHECK(state.read() == 0);
 }

@@ -14,6 +14,7 @@
 #include "catch.hpp"
 #include "graphpool/plan/conflict_graph.hpp"
 #include "graphpool/plan/liveness.hpp"
+#include "graphpool/plan/load.hpp"
 #include "graphpool/plan/placement.hpp"
 #include "graphpool/plan/planner.hpp"
 #include "graphpool/plan/report.hpp"
@@ -290,6 +291,16 @@ TEST_CASE("slot maps are written to JSON and drive the TransformerEngine tuples"
   const plan by_mod = checked_plan(one_branch({schedule::interleaved(2, 0, 3, 2, 2)}, {1}, slot_rule::mod, 1 * MiB));
   CHECK_THAT(to_json(by_mod), contains_text("\"slot_rule\": \"mod\""));
   CHECK_THAT(summary_table(mapped), contains_text("slot rule schedule"));
+  // Read back, a plan writes the same document, the same table and the same tuples: its slot rule, the
+  // coloring's figures and every frame's color come back with it.
+  const plan read_back = from_json(json);
+  CHECK(read_back.rule == slot_rule::schedule);
+  CHECK(to_json(read_back) == json);
+  CHECK(summary_table(read_back) == summary_table(mapped));
+  CHECK(te_slots_text(te_slots(read_back)) == te_slots_text(tuples));
+  CHECK(from_json(to_json(by_mod)).rule == slot_rule::mod);
+  CHECK_THROWS_WITH(from_json(R"({"mode": "offsets", "slot_rule": "best"})"),
+                    contains_text("plan JSON: slot_rule \"best\" is neither \"mod\" nor \"schedule\""));
   CHECK_THROWS_WITH(find_slot_map(mapped, 4),
                     contains_text("no slot map for a schedule of 4 microbatch(es): the plan was made for 3; plan with"));
   CHECK_THROWS_WITH(te_slots(mapped, 5), contains_text("no slot map for a schedule of 5 microbatch(es)"));
@@ -347,7 +358,7 @@ TEST_CASE("the remaining planner, schedule and spec errors name what is wrong", 
   CHECK_THROWS_WITH(make_plan(p, assignment::offsets),
                     contains_text("1 chunk(s) x 20000 slot(s) is more than the 16384 (chunk, slot) pairs"));
   CHECK_THROWS_WITH(schedule::from_order({1, -1}, -1), contains_text("the number of chunks must be in [1, 4096], not -1"));
-  CHECK_THROWS_WITH(schedule::interleaved(2, 0, 4, 2, 0), contains_text("group size 0 must be at least 1"));
+  CHECK_THROWS_WITH(schedule::interleaved(2, 0, 4, 2, 0), contains_text("group size 0 must be in [1, 65536]"));
   CHECK_THROWS_WITH(parse_schedule_spec("pp=2,rank=0,microbatches=5000"),
                     contains_text("microbatches: 5000 is outside [1, 4096]"));
   CHECK_THROWS_WITH(parse_size("1.5B"), contains_text("size '1.5B' is not a whole number of bytes"));

@@ -256,7 +256,7 @@ TEST_CASE("the report and JSON carry the figures", "[planner][report]") {
   const std::string json = to_json(result);
   for (const char* key : {"\"slots\": 2", "\"footprint_bytes\": 2097152", "\"lower_bound_bytes\": 2097152",
                           "\"live_bound_bytes\": 2097152", "\"naive_bytes\": 2097152", "\"coloring_bytes\": 2097152",
-                          "{\"chunk\": 0, \"slot\": 1, \"layer\": 0, \"arena\": 0, \"offset\": 1048576, \"bytes\": 1048576}"}) {
+                          "{\"chunk\": 0, \"slot\": 1, \"layer\": 0, \"arena\": 0, \"offset\": 1048576, \"bytes\": 1048576, \"color\": 1}"}) {
     CHECK_THAT(json, contains_text(key));
   }
   CHECK_THAT(summary_table(result), contains_text("footprint / bound           1.000"));

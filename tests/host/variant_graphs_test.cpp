@@ -132,53 +132,59 @@ TEST_CASE("variant_graphs: a pipeline rank from measure to launch, every backwar
 
 namespace {
 
-// A plan whose slot maps send every microbatch to slot 0: a planted slot wrap.
-plan::plan wrapped_plan(graphs_type& planner) {
-  plan::plan p = planner.plan();
-  for (plan::slot_map& map : p.slot_maps) {
-    for (std::vector<int>& chunk : map.slots) std::fill(chunk.begin(), chunk.end(), 0);
+// 16 microbatches of the model's rank, and the same 16 with every forward of both chunks first, then every
+// backward: an order that holds more microbatches at once than the plan has copies for (use_plan refuses
+// a plan that wraps on the model's own schedules, so a runtime wraps a copy only by replaying another order).
+const plan::schedule sixteen = plan::schedule::interleaved(4, 0, 16, 2, 4);
+plan::schedule forwards_first() {
+  std::vector<int> order;
+  for (int id : {1, 2, -2, -1}) order.insert(order.end(), 16, id);
+  return plan::schedule::from_order(order, 2, "every forward first");
+}
+
+// The first microbatch of chunk 0 that replays the copy of an earlier one in `p`'s map of `microbatches`
+// (-1: none does).
+int first_on_a_used_copy(const plan::plan& p, int microbatches) {
+  const std::vector<int>& copies = plan::find_slot_map(p, microbatches).slots[0];
+  for (int m = 1; m < microbatches; ++m) {
+    if (std::find(copies.begin(), copies.begin() + m, copies[static_cast<std::size_t>(m)]) != copies.begin() + m) return m;
   }
-  return p;
+  return -1;
 }
 
 }  // namespace
 
-TEST_CASE("variant_graphs: a planted slot wrap corrupts data without the guard, and the guard from the environment "
-          "refuses it before enqueue", "[variant_graphs][guard]") {
+TEST_CASE("variant_graphs: replaying an order other than the model's wraps a copy: data is corrupted without the "
+          "guard, and the guard from the environment refuses it before enqueue", "[variant_graphs][guard]") {
   host_resource host;
   world w;
   variant_options no_guard;
   no_guard.guard = false;
-  graphs_type planner(host, pipeline_model(), no_guard);
-  planner.measure(stream, forward_body(w), backward_body(w));
-  const plan::plan wrapped = wrapped_plan((planner.make_plan(), planner));
   {
-    graphs_type graphs(host, pipeline_model(), no_guard);
-    graphs.measure(stream, forward_body(w), backward_body(w));
-    graphs.use_plan(wrapped);
-    graphs.reserve();
-    graphs.capture(stream);
-    replay(graphs, w, plan::schedule::interleaved(4, 0, 8, 2, 4));
+    graphs_type graphs(host, pipeline_model({sixteen}), no_guard);
+    graphs.capture(stream, forward_body(w), backward_body(w));
+    REQUIRE(first_on_a_used_copy(graphs.plan(), 16) > 0);
+    replay(graphs, w, forwards_first());
     CHECK(w.mismatches > 0);  // the data check sees the overwrite
   }
   REQUIRE(setenv("GRAPHPOOL_SLOT_DEBUG", "1", 1) == 0);
-  graphs_type graphs(host, pipeline_model());  // options default: the guard follows the environment
+  graphs_type graphs(host, pipeline_model({sixteen}));  // options default: the guard follows the environment
   REQUIRE(unsetenv("GRAPHPOOL_SLOT_DEBUG") == 0);
   CHECK(graphs.guard().enabled());
-  graphs.measure(stream, forward_body(w), backward_body(w));
-  graphs.use_plan(wrapped);
-  graphs.reserve();
-  graphs.capture(stream);
+  graphs.capture(stream, forward_body(w), backward_body(w));
+  const int wrapping = first_on_a_used_copy(graphs.plan(), 16);
+  REQUIRE(wrapping > 0);
   const int launches = knobs().launches;
-  graphs.begin_step(8);
-  graphs.forward(chunk_id{0}, 0, layer_id{0}, branch_id{0}, stream);
-  CHECK(knobs().launches == launches + 1);
-  CHECK_THROWS_WITH(graphs.forward(chunk_id{0}, 1, layer_id{0}, branch_id{1}, stream),
-                    contains_text("slot guard: the forward of chunk 0 microbatch 1 layer 0 (branch cp2) would overwrite "
-                                  "arena 0 bytes ["));
-  CHECK_THROWS_WITH(graphs.forward(chunk_id{0}, 1, layer_id{0}, branch_id{1}, stream),
-                    contains_text("still held by chunk 0 microbatch 0 layer 0 (branch cp1) whose backward has not run"));
-  CHECK(knobs().launches == launches + 1);  // refused before anything was enqueued
+  graphs.begin_step(16);
+  for (int m = 0; m < wrapping; ++m) graphs.forward(chunk_id{0}, m, layer_id{0}, branch_id{0}, stream);
+  CHECK(knobs().launches == launches + wrapping);
+  const std::string m = std::to_string(wrapping);
+  CHECK_THROWS_WITH(graphs.forward(chunk_id{0}, wrapping, layer_id{0}, branch_id{1}, stream),
+                    contains_text("slot guard: the forward of chunk 0 microbatch " + m +
+                                  " layer 0 (branch cp2) would overwrite arena 0 bytes ["));
+  CHECK_THROWS_WITH(graphs.forward(chunk_id{0}, wrapping, layer_id{0}, branch_id{1}, stream),
+                    contains_text("still held by chunk 0 microbatch "));
+  CHECK(knobs().launches == launches + wrapping);  // refused before anything was enqueued
 }
 
 TEST_CASE("variant_graphs: the guard refuses a backward without its forward, tells layers apart, and undoes the "
@@ -536,21 +542,32 @@ TEST_CASE("variant_graphs: use_plan refuses a plan that does not fit the model, 
   refused("branch names", [](plan::plan& p) { p.branches[2] = "cp8"; },
           "the plan's branches differ from the model's (3 vs 3, same names in the same order needed)" + fix);
   refused("no map", [](plan::plan& p) { p.slot_maps.clear(); }, "the plan has no slot map" + fix);
+  // The parts must fit together (plan::check_structure) and serve the model's schedules (plan::check_replay).
   refused("order", [](plan::plan& p) { std::swap(p.frames[0], p.frames[1]); },
-          "the plan's frames are not chunk-major, then slot, then layer at frame 0" + fix);
+          "plan: frame 0 is (chunk 0 slot 0 layer 1), not (chunk 0 slot 0 layer 0): frames go chunk-major, then slot, "
+          "then layer");
   refused("frame past its arena", [](plan::plan& p) { p.frames[0].bytes = p.arena_bytes[0] - p.frames[0].offset + 1; },
-          "plan frame (chunk 0 slot 0 layer 0) lies outside its arena 0" + fix);
+          "plan: frame (chunk 0 slot 0 layer 0): ");
   refused("no gradient", [](plan::plan& p) { p.grads.erase(p.grads.begin()); },
-          "the plan has no returned gradient for chunk 0 slot 0; make the plan with the model's layers");
+          "plan: 15 returned gradient(s), where the chunks with layers need 16 (one per slot)");
   refused("small gradient", [](plan::plan& p) { p.grads[0].bytes = 256; },
-          "plan gradient of chunk 0 slot 0 holds 256 bytes but the layers' backwards return 512 bytes");
+          "plan gradient of chunk 0 slot 0 holds 256 bytes but the layers' backwards return 512 bytes; plan with the "
+          "measured sizes");
   refused("gradient past its arena", [](plan::plan& p) { p.grads[0].offset = p.grad_arena_bytes[0]; },
-          "(or it lies outside its arena)");
+          "plan: the gradient of chunk 0 slot 0: 512 bytes at offset");
   refused("map chunks", [](plan::plan& p) { p.slot_maps[0].slots.pop_back(); },
-          "the plan's slot map for 'interleaved pp=4 rank=0 microbatches=8 vpp=2 group=4' has 1 chunk(s), the model 2" + fix);
+          "plan: the slot map for 'interleaved pp=4 rank=0 microbatches=8 vpp=2 group=4' has 1 row(s) for 8 "
+          "microbatch(es); it needs one row per chunk (2)");
   refused("slot beyond", [](plan::plan& p) { p.slot_maps[0].slots[1][3] = p.slots; },
-          "names slot " + std::to_string(good.slots) + " but the plan has " + std::to_string(good.slots) + fix);
-  refused("slot below", [](plan::plan& p) { p.slot_maps[0].slots[0][0] = -1; }, "names slot -1 but the plan has");
+          "names slot " + std::to_string(good.slots) + " of chunk 1; the plan has " + std::to_string(good.slots));
+  refused("slot below", [](plan::plan& p) { p.slot_maps[0].slots[0][0] = -1; }, "names slot -1 of chunk 0; the plan has");
+  refused("wrapping map", [](plan::plan& p) { p.slot_maps[0].slots[0].assign(8, 0); },
+          "schedule 'interleaved pp=4 rank=0 microbatches=8 vpp=2 group=4', entry 1 (order id 1): the forward of chunk 0 "
+          "microbatch 1 lands on frame (chunk 0, slot 0) still alive for microbatch 0: the slot map is invalid for this "
+          "schedule");
+  refused("frames on one another", [](plan::plan& p) { p.frames[2].offset = p.frames[0].offset; },
+          "plan: frames (chunk 0 slot 0 layer 0) and (chunk 0 slot 1 layer 0) share bytes of arena 0 but are alive "
+          "together in schedule 'interleaved pp=4 rank=0 microbatches=8 vpp=2 group=4'");
   CHECK_NOTHROW(graphs.use_plan(good));
 }
 

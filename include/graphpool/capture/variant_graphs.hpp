@@ -117,9 +117,11 @@ class variant_graphs final {
   }
 
   /// @brief Uses a plan made elsewhere (e.g. plan::from_json of `graphpool-plan --json`), checked
-  /// against the measurement (now, or at reserve() when given before measure()): every frame must
-  /// hold what each branch requests.
-  /// @throws graphpool::error when reserved, or naming the frame and branch that do not fit.
+  /// against the model and the measurement (now, or at reserve() when given before measure()): its
+  /// slot maps must serve every schedule of the model with no two frames alive together on the same
+  /// bytes (plan::check_replay), and every frame must hold what each branch requests.
+  /// @throws graphpool::error when reserved, or naming the schedule and frames, or the frame and
+  /// branch, that do not fit.
   void use_plan(plan::plan planned) {
     require(!reserved(), "use_plan", "call release() first to change the plan");
     if (measured_) detail::check_plan(planned, model_, measurement_);

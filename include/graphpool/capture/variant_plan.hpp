@@ -15,6 +15,7 @@
 #include "graphpool/error.hpp"
 #include "graphpool/ids.hpp"
 #include "graphpool/memory/arena_allocator.hpp"
+#include "graphpool/plan/plan_check.hpp"
 #include "graphpool/plan/planner.hpp"
 
 namespace graphpool {
@@ -170,8 +171,9 @@ using measurement = std::vector<std::vector<std::vector<measured_layer>>>;  // [
 }
 
 /// @brief Throws unless `p` fits the model and holds every measured request: the same chunks, layers
-/// and branches, frames in order and inside their arenas, every frame and gradient large enough for
-/// every branch, a slot map for every schedule with slots the plan has.
+/// and branches, parts that fit together and serve every schedule of the model (plan::check_replay:
+/// no two frames alive together on the same bytes), every frame and gradient large enough for every
+/// branch.
 inline void check_plan(const plan::plan& p, const variant_model& model, const measurement& measured) {
   const std::string fix = "; make the plan from this model's measurement";
   if (p.layers_per_chunk != model.layers_per_chunk) {
@@ -183,21 +185,14 @@ inline void check_plan(const plan::plan& p, const variant_model& model, const me
                 std::to_string(model.branches.size()) + ", same names in the same order needed)" + fix);
   }
   if (p.slot_maps.empty()) throw error("the plan has no slot map" + fix);
+  plan::check_replay(p, model.schedules);
   const plan::frame_index frame_at(p);
   const std::size_t alignment = measured_alignment(measured);
   for (std::size_t c = 0; c < measured.size(); ++c) {
     const std::vector<std::size_t> gradient_at = gradient_offsets(measured, c, alignment);
     for (int s = 0; s < p.slots; ++s) {
       for (std::size_t l = 0; l < measured[c].size(); ++l) {
-        const std::size_t index = frame_at(c, static_cast<std::size_t>(s), l);
-        if (index >= p.frames.size() || p.frames[index].chunk != static_cast<int>(c) || p.frames[index].slot != s ||
-            p.frames[index].layer != static_cast<int>(l)) {
-          throw error("the plan's frames are not chunk-major, then slot, then layer at frame " + std::to_string(index) + fix);
-        }
-        const plan::planned_frame& f = p.frames[index];
-        if (f.arena >= p.arena_bytes.size() || f.offset + f.bytes > p.arena_bytes[f.arena]) {
-          throw error("plan frame (" + describe_frame(f) + ") lies outside its arena " + std::to_string(f.arena) + fix);
-        }
+        const plan::planned_frame& f = p.frames[frame_at(c, static_cast<std::size_t>(s), l)];
         for (std::size_t b = 0; b < model.branches.size(); ++b) {
           const std::size_t need = extent_of(measured[c][l][b].saved_layout());
           if (need > f.bytes) {
@@ -209,26 +204,10 @@ inline void check_plan(const plan::plan& p, const variant_model& model, const me
       }
       if (measured[c].empty()) continue;
       const plan::planned_grad& g = planned_gradient(p, static_cast<int>(c), s);
-      if (gradient_at.back() > g.bytes || g.arena >= p.grad_arena_bytes.size() ||
-          g.offset + g.bytes > p.grad_arena_bytes[g.arena]) {
+      if (gradient_at.back() > g.bytes) {
         throw error("plan gradient of chunk " + std::to_string(c) + " slot " + std::to_string(s) + " holds " +
                     std::to_string(g.bytes) + " bytes but the layers' backwards return " +
-                    std::to_string(gradient_at.back()) + " bytes (or it lies outside its arena); plan with the "
-                    "measured sizes");
-      }
-    }
-  }
-  for (const plan::slot_map& map : p.slot_maps) {
-    if (map.slots.size() != model.layers_per_chunk.size()) {
-      throw error("the plan's slot map for '" + map.schedule + "' has " + std::to_string(map.slots.size()) +
-                  " chunk(s), the model " + std::to_string(model.layers_per_chunk.size()) + fix);
-    }
-    for (const std::vector<int>& chunk : map.slots) {
-      for (int slot : chunk) {
-        if (slot < 0 || slot >= p.slots) {
-          throw error("the plan's slot map for '" + map.schedule + "' names slot " + std::to_string(slot) +
-                      " but the plan has " + std::to_string(p.slots) + fix);
-        }
+                    std::to_string(gradient_at.back()) + " bytes; plan with the measured sizes");
       }
     }
   }

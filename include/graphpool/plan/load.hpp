@@ -12,6 +12,7 @@
 
 #include "graphpool/detail/json.hpp"
 #include "graphpool/error.hpp"
+#include "graphpool/plan/plan_check.hpp"
 #include "graphpool/plan/planner.hpp"
 
 namespace graphpool::plan {
@@ -32,8 +33,8 @@ namespace detail {
   return out;
 }
 
-/// Reads what a frame and a gradient share: chunk, slot, arena, offset, bytes (color follows the arena
-/// in coloring mode).
+/// Reads what a frame and a gradient share: chunk, slot, arena, offset, bytes and color (documents
+/// without colors: the arena in coloring mode, 0 in offsets mode).
 template <class Placed>
 void read_placed(const graphpool::detail::json_value& v, const std::string& at, assignment mode, Placed& placed) {
   placed.chunk = small_integer(v.at("chunk", at), at + " chunk");
@@ -41,7 +42,9 @@ void read_placed(const graphpool::detail::json_value& v, const std::string& at, 
   placed.arena = static_cast<std::size_t>(v.at("arena", at).unsigned_integer(at + " arena"));
   placed.offset = static_cast<std::size_t>(v.at("offset", at).unsigned_integer(at + " offset"));
   placed.bytes = static_cast<std::size_t>(v.at("bytes", at).unsigned_integer(at + " bytes"));
-  placed.color = mode == assignment::coloring ? placed.arena : 0;
+  placed.color = v.has("color") ? static_cast<std::size_t>(v.at("color", at).unsigned_integer(at + " color"))
+                 : mode == assignment::coloring ? placed.arena
+                                                : 0;
 }
 
 inline void read_figures(const graphpool::detail::json_value& v, plan_figures& f, const std::string& where) {
@@ -50,27 +53,45 @@ inline void read_figures(const graphpool::detail::json_value& v, plan_figures& f
   f.live_bound_bytes = static_cast<std::size_t>(v.at("live_bound_bytes", where).unsigned_integer(where));
   f.naive_bytes = static_cast<std::size_t>(v.at("naive_bytes", where).unsigned_integer(where));
   f.lower_bound_exact = v.has("lower_bound_exact") && v.at("lower_bound_exact", where).boolean;
+  if (v.has("coloring_bytes")) {
+    f.coloring_bytes = static_cast<std::size_t>(v.at("coloring_bytes", where).unsigned_integer(where + " coloring_bytes"));
+  }
+  if (v.has("coloring_arenas")) {
+    f.coloring_arenas = static_cast<std::size_t>(v.at("coloring_arenas", where).unsigned_integer(where + " coloring_arenas"));
+  }
+}
+
+/// @return `a` where `doc`'s string at `key` is `a_name`, `b` where it is `b_name`.
+/// @throws graphpool::error naming the key and the value otherwise.
+template <class Choice>
+[[nodiscard]] Choice either(const graphpool::detail::json_value& doc, const std::string& key, const std::string& where,
+                            const std::string& a_name, Choice a, const std::string& b_name, Choice b) {
+  const std::string& name = doc.at(key, where).string(where + " " + key);
+  if (name == a_name) return a;
+  if (name == b_name) return b;
+  throw error(where + ": " + key + " \"" + name + "\" is neither \"" + a_name + "\" nor \"" + b_name + "\"");
 }
 
 }  // namespace detail
 
 /// @return the plan in `text`, a document from to_json (`graphpool-plan --json`).
-/// @throws graphpool::error naming the key or entry that is missing or malformed.
+/// @throws graphpool::error naming the key or entry that is missing or malformed, or the part that does
+/// not fit the others (check_structure: a frame out of order or past its arena, a slot map's row of the
+/// wrong length, a slot the plan does not have).
 [[nodiscard]] inline plan from_json(std::string_view text) {
   using graphpool::detail::json_value;
   const json_value doc = graphpool::detail::json_reader::parse(text);
   const std::string where = "plan JSON";
   plan p;
-  const std::string& mode = doc.at("mode", where).string(where + " mode");
-  if (mode == "offsets") {
-    p.mode = assignment::offsets;
-  } else if (mode == "coloring") {
-    p.mode = assignment::coloring;
-  } else {
-    throw error(where + ": mode \"" + mode + "\" is neither \"offsets\" nor \"coloring\"");
+  p.mode = detail::either(doc, "mode", where, "offsets", assignment::offsets, "coloring", assignment::coloring);
+  if (doc.has("slot_rule")) {  // documents older than the schedule rule have none: theirs is m mod S
+    p.rule = detail::either(doc, "slot_rule", where, "mod", slot_rule::mod, "schedule", slot_rule::schedule);
   }
   p.chunks = detail::small_integer(doc.at("chunks", where), where + " chunks");
   p.slots = detail::small_integer(doc.at("slots", where), where + " slots");
+  if (p.chunks < 1 || p.chunks > 4096) {
+    throw error(where + ": " + std::to_string(p.chunks) + " chunk(s); a plan has 1 to 4096");
+  }
   detail::read_figures(doc, p.saved, where);
   detail::read_figures(doc.at("grad", where), p.grad, where + " grad");
   p.arena_bytes = detail::sizes(doc.at("arena_bytes", where), where + " arena_bytes");
@@ -111,6 +132,7 @@ inline void read_figures(const graphpool::detail::json_value& v, plan_figures& f
     p.microbatches = std::max(p.microbatches, map.microbatches);
     p.slot_maps.push_back(std::move(map));
   }
+  check_structure(p, where);
   return p;
 }
 

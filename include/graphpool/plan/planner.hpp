@@ -83,9 +83,18 @@ inline constexpr int window_rounds = 3;
 /// bound, or the footprint itself where the conflict-driven search proves no layout lower (so a plan at
 /// its lower bound is optimal under either rule). A single schedule with no copy limit whose chosen plan is
 /// still above that bound has its layout lowered last by windows of time laid out anew (window_layout.hpp).
-/// @throws graphpool::error for bad input (naming the schedule, entry, chunk, layer or branch), and
-/// "slot period is shorter than the schedule's liveness" when `p.slots` is too small.
+/// With the schedule rule, schedules of one microbatch count must run in one order (a runtime picks the
+/// map by the count); one given twice gets the same map twice.
+/// @throws graphpool::error for bad input (naming the schedule, entry, chunk, layer or branch), two
+/// schedules of one count in different orders under the schedule rule, and "slot period is shorter than
+/// the schedule's liveness" when `p.slots` is too small.
 [[nodiscard]] inline plan make_plan(const problem& p, assignment mode) {
+  if (mode != assignment::offsets && mode != assignment::coloring) {
+    throw error("planner: assignment " + std::to_string(static_cast<int>(mode)) + " is neither offsets nor coloring");
+  }
+  if (p.rule != slot_rule::mod && p.rule != slot_rule::schedule) {
+    throw error("planner: slot rule " + std::to_string(static_cast<int>(p.rule)) + " is neither mod nor schedule");
+  }
   const int chunks = common_chunks(p.schedules);
   detail::validate(p, chunks);
   const detail::frame_sizes sizes = detail::size_frames(p, chunks);
@@ -102,6 +111,34 @@ inline constexpr int window_rounds = 3;
   if (p.slots != 0) {
     throw error("planner: slots " + std::to_string(p.slots) +
                 " applies to the mod slot rule; with the schedule rule give max_copies instead");
+  }
+  // A runtime picks a plan's slot map by microbatch count (find_slot_map), so a count has one map: two
+  // schedules of one count in different orders cannot share a plan, and one given twice is planned once.
+  std::vector<schedule> distinct;
+  std::vector<std::size_t> distinct_of;  // per schedule given: its entry in distinct
+  for (const schedule& s : p.schedules) {
+    std::size_t k = 0;
+    while (k < distinct.size() && distinct[k].microbatches() != s.microbatches()) ++k;
+    if (k < distinct.size() && distinct[k].order() != s.order()) {
+      throw error("planner: schedules '" + distinct[k].name() + "' and '" + s.name() + "' both run " +
+                  std::to_string(s.microbatches()) + " microbatch(es), in different orders; a runtime picks a plan's "
+                  "slot map by its microbatch count, so with the schedule slot rule each count has one schedule: "
+                  "plan them apart, or use the mod rule (m mod S serves both)");
+    }
+    if (k == distinct.size()) distinct.push_back(s);
+    distinct_of.push_back(k);
+  }
+  if (distinct.size() < p.schedules.size()) {
+    problem once = p;
+    once.schedules = std::move(distinct);
+    plan result = make_plan(once, mode);
+    std::vector<slot_map> maps;
+    for (std::size_t i = 0; i < p.schedules.size(); ++i) {
+      maps.push_back(result.slot_maps[distinct_of[i]]);
+      maps.back().schedule = p.schedules[i].name();
+    }
+    result.slot_maps = std::move(maps);
+    return result;
   }
   const int period = count_slots(p.schedules);
   if (p.max_copies < 0 && p.max_copies != twice_modulo_copies) {

@@ -56,7 +56,8 @@ namespace graphpool::plan {
 }
 
 /// @return the plan as a JSON document: figures, arena sizes and every frame (0-based indices;
-/// `bytes` is the frame's saved bytes, the max over its branches, rounded up to the alignment).
+/// `bytes` is the frame's saved bytes, the max over its branches, rounded up to the alignment; `color`
+/// its arena in the coloring, whatever the mode: what te_slots gives as saved_arena).
 [[nodiscard]] inline std::string to_json(const plan& p) {
   std::string json = "{\n";
   char line[512];
@@ -100,15 +101,17 @@ namespace graphpool::plan {
   for (std::size_t i = 0; i < p.frames.size(); ++i) {
     const planned_frame& f = p.frames[i];
     std::snprintf(line, sizeof(line),
-                  "    {\"chunk\": %d, \"slot\": %d, \"layer\": %d, \"arena\": %zu, \"offset\": %zu, \"bytes\": %zu}%s\n",
-                  f.chunk, f.slot, f.layer, f.arena, f.offset, f.bytes, i + 1 < p.frames.size() ? "," : "");
+                  "    {\"chunk\": %d, \"slot\": %d, \"layer\": %d, \"arena\": %zu, \"offset\": %zu, \"bytes\": %zu, "
+                  "\"color\": %zu}%s\n",
+                  f.chunk, f.slot, f.layer, f.arena, f.offset, f.bytes, f.color, i + 1 < p.frames.size() ? "," : "");
     json += line;
   }
   json += "  ],\n  \"grads\": [\n";
   for (std::size_t i = 0; i < p.grads.size(); ++i) {
     const planned_grad& g = p.grads[i];
-    std::snprintf(line, sizeof(line), "    {\"chunk\": %d, \"slot\": %d, \"arena\": %zu, \"offset\": %zu, \"bytes\": %zu}%s\n",
-                  g.chunk, g.slot, g.arena, g.offset, g.bytes, i + 1 < p.grads.size() ? "," : "");
+    std::snprintf(line, sizeof(line),
+                  "    {\"chunk\": %d, \"slot\": %d, \"arena\": %zu, \"offset\": %zu, \"bytes\": %zu, \"color\": %zu}%s\n",
+                  g.chunk, g.slot, g.arena, g.offset, g.bytes, g.color, i + 1 < p.grads.size() ? "," : "");
     json += line;
   }
   json += "  ],\n  \"slot_maps\": [\n";
