@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <numeric>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "graphpool/alignment.hpp"
@@ -38,15 +39,19 @@ inline void validate(const problem& p, int chunks) {
     throw error("planner: the chunks have " + std::to_string(layers_total) + " layers in all, more than the " +
                 std::to_string(max_frames) + " frames one plan may hold (each slot holds every layer once)");
   }
-  for (std::size_t o = 0; o < p.overrides.size(); ++o) {
-    for (std::size_t earlier = 0; earlier < o; ++earlier) {
-      const saved_bytes_override& a = p.overrides[earlier];
-      const saved_bytes_override& b = p.overrides[o];
-      if (a.chunk == b.chunk && a.layer == b.layer && a.branch == b.branch) {
-        throw error("planner: overrides " + std::to_string(earlier) + " and " + std::to_string(o) + " both give chunk=" +
-                    std::to_string(b.chunk) + ",layer=" + std::to_string(b.layer) + ",branch=" + b.branch +
-                    " saved bytes; give each once");
-      }
+  // One override per (chunk, layer, branch): a second would silently replace the first. Sorted, so that a
+  // measured model's overrides (one per layer and branch) are checked in n log n.
+  std::vector<std::size_t> by_frame(p.overrides.size());
+  std::iota(by_frame.begin(), by_frame.end(), std::size_t{0});
+  auto key = [&p](std::size_t i) { return std::tie(p.overrides[i].chunk, p.overrides[i].layer, p.overrides[i].branch); };
+  std::sort(by_frame.begin(), by_frame.end(),
+            [&](std::size_t a, std::size_t b) { return key(a) < key(b) || (key(a) == key(b) && a < b); });
+  for (std::size_t k = 1; k < by_frame.size(); ++k) {
+    if (key(by_frame[k - 1]) == key(by_frame[k])) {
+      const saved_bytes_override& o = p.overrides[by_frame[k]];
+      throw error("planner: overrides " + std::to_string(by_frame[k - 1]) + " and " + std::to_string(by_frame[k]) +
+                  " both give chunk=" + std::to_string(o.chunk) + ",layer=" + std::to_string(o.layer) + ",branch=" +
+                  o.branch + " saved bytes; give each once");
     }
   }
   // Sizes stay far from overflow: sums over every frame of every branch fit in 64 bits.

@@ -72,7 +72,8 @@ inline void check_structure(const plan& p, const std::string& where) {
   for (int c = 0; c < p.chunks; ++c) {
     for (int s = 0; s < p.slots; ++s) {
       for (int l = 0; l < p.layers_per_chunk[static_cast<std::size_t>(c)]; ++l) {
-        const std::size_t index = frame_at(static_cast<std::size_t>(c), static_cast<std::size_t>(s), static_cast<std::size_t>(l));
+        const std::size_t index =
+            frame_at(static_cast<std::size_t>(c), static_cast<std::size_t>(s), static_cast<std::size_t>(l));
         const planned_frame& f = p.frames[index];
         if (f.chunk != c || f.slot != s || f.layer != l) {
           throw error(where + ": frame " + std::to_string(index) + " is (" + detail::describe_planned(f) +
@@ -83,7 +84,8 @@ inline void check_structure(const plan& p, const std::string& where) {
           throw error(where + ": frame (" + detail::describe_planned(f) + ") is in arena " + std::to_string(f.arena) +
                       " of " + std::to_string(p.arena_bytes.size()));
         }
-        detail::check_in_arena(f.offset, f.bytes, p.arena_bytes[f.arena], where + ": frame (" + detail::describe_planned(f) + ")");
+        detail::check_in_arena(f.offset, f.bytes, p.arena_bytes[f.arena],
+                               where + ": frame (" + detail::describe_planned(f) + ")");
       }
     }
   }
@@ -131,7 +133,6 @@ inline void check_structure(const plan& p, const std::string& where) {
 /// together share a byte. The error names the schedule and the two frames.
 inline void check_replay(const plan& p, const std::vector<schedule>& schedules) {
   check_structure(p, "plan");
-  const frame_index frame_at(p);
   const auto slots = static_cast<std::size_t>(p.slots);
   // Per (chunk, slot) group: its frames' indices, and its returned gradient's (none for a chunk without layers).
   std::vector<std::vector<std::size_t>> frames_of(static_cast<std::size_t>(p.chunks) * slots);
@@ -139,7 +140,9 @@ inline void check_replay(const plan& p, const std::vector<schedule>& schedules) 
   for (std::size_t i = 0; i < p.frames.size(); ++i) {
     frames_of[static_cast<std::size_t>(p.frames[i].chunk) * slots + static_cast<std::size_t>(p.frames[i].slot)].push_back(i);
   }
-  for (const planned_grad& g : p.grads) grad_of[static_cast<std::size_t>(g.chunk) * slots + static_cast<std::size_t>(g.slot)] = &g;
+  for (const planned_grad& g : p.grads) {
+    grad_of[static_cast<std::size_t>(g.chunk) * slots + static_cast<std::size_t>(g.slot)] = &g;
+  }
   for (const schedule& s : schedules) {
     if (s.chunks() != p.chunks) {
       throw error("plan: schedule '" + s.name() + "' runs " + std::to_string(s.chunks()) + " chunk(s), the plan has " +
@@ -167,9 +170,11 @@ inline void check_replay(const plan& p, const std::vector<schedule>& schedules) 
       alive.grads.for_each_neighbor(g, [&](std::size_t h) {
         const planned_grad* a = grad_of[g];
         const planned_grad* b = grad_of[h];
-        if (h > g && a != nullptr && b != nullptr && detail::share_bytes(a->arena, a->offset, a->bytes, b->arena, b->offset, b->bytes)) {
-          throw error("plan: the returned gradients of chunk " + std::to_string(a->chunk) + " slot " + std::to_string(a->slot) +
-                      " and chunk " + std::to_string(b->chunk) + " slot " + std::to_string(b->slot) + " share bytes" + fix);
+        if (h > g && a != nullptr && b != nullptr &&
+            detail::share_bytes(a->arena, a->offset, a->bytes, b->arena, b->offset, b->bytes)) {
+          throw error("plan: the returned gradients of chunk " + std::to_string(a->chunk) + " slot " +
+                      std::to_string(a->slot) + " and chunk " + std::to_string(b->chunk) + " slot " +
+                      std::to_string(b->slot) + " share bytes" + fix);
         }
       });
     }
