@@ -68,8 +68,21 @@ TEST_CASE("check_replay names the schedule a plan does not serve, and the frames
   plan gradients = good;
   gradients.grads[1].offset = gradients.grads[0].offset;  // backwards of slots 0 and 1 run one after the other
   CHECK_THROWS_WITH(check_replay(gradients, {s}),
-                    contains_text("plan: the returned gradients of chunk 0 slot 0 and chunk 0 slot 1 share bytes but are "
-                                  "alive together in schedule '1f1b pp=2 rank=0 microbatches=4'"));
+                    contains_text("plan: the returned gradients of chunk 0 slot 0 and chunk 0 slot 1 share bytes of arena 0 "
+                                  "but are alive together in schedule '1f1b pp=2 rank=0 microbatches=4'"));
+  // Colors are TransformerEngine's arenas (te_slots): frames alive together need two.
+  plan one_color = good;
+  one_color.frames[1].color = one_color.frames[0].color;
+  CHECK_THROWS_WITH(check_replay(one_color, {s}),
+                    contains_text("plan: frames (chunk 0 slot 0 layer 0) and (chunk 0 slot 1 layer 0) share color " +
+                                  std::to_string(good.frames[0].color) + " (TransformerEngine's arena in te_slots) but "
+                                  "are alive together in schedule '1f1b pp=2 rank=0 microbatches=4'"));
+  plan layers = checked_plan(one_branch({s}, slot_rule::mod, {2}));
+  layers.frames[1].color = layers.frames[0].color;  // layers 0 and 1 of copy 0
+  CHECK_THROWS_WITH(check_replay(layers, {s}),
+                    contains_text("plan: frames (chunk 0 slot 0 layer 0) and (chunk 0 slot 0 layer 1) share color " +
+                                  std::to_string(layers.frames[0].color) +
+                                  " (TransformerEngine's arena in te_slots) but are alive together (layers of one copy)"));
   CHECK_THROWS_WITH(check_replay(good, {schedule::interleaved(2, 0, 4, 2, 2)}),
                     contains_text("plan: schedule 'interleaved pp=2 rank=0 microbatches=4 vpp=2 group=2' runs 2 chunk(s), "
                                   "the plan has 1"));
@@ -134,9 +147,31 @@ TEST_CASE("check_structure and from_json refuse parts that do not fit together, 
   json.replace(json.find(map), map.size(), "\"map\": [[0]]");
   CHECK_THROWS_WITH(from_json(json), contains_text("plan JSON: the slot map for 'schedule of 4 microbatch(es)' gives "
                                                    "chunk 0 1 entries for 4 microbatch(es)"));
+  std::string huge_layer = to_json(good);
+  huge_layer.replace(huge_layer.find("\"layer\": 1"), 10, "\"layer\": 2147483647");
+  CHECK_THROWS_WITH(from_json(huge_layer), contains_text("layer 2147483647 is beyond the 16384 frames a plan may hold"));
   std::string many = to_json(good);
   many.replace(many.find("\"chunks\": 1"), 11, "\"chunks\": 2000000000");
   CHECK_THROWS_WITH(from_json(many), contains_text("plan JSON: 2000000000 chunk(s); a plan has 1 to 4096"));
+}
+
+TEST_CASE("an offsets plan read from a document without colors cannot give TransformerEngine's arenas", "[plan][check]") {
+  for (assignment mode : {assignment::offsets, assignment::coloring}) {
+    const plan made = checked_plan(one_branch({schedule::one_f_one_b(4, 0, 8)}, slot_rule::mod, {2}), mode);
+    std::string old = to_json(made);  // as documents were written before they carried colors
+    for (std::size_t at = old.find(", \"color\": "); at != std::string::npos; at = old.find(", \"color\": ")) {
+      old.erase(at, old.find('}', at) - at);
+    }
+    const plan read_back = from_json(old);
+    CHECK_NOTHROW(check_replay(read_back, {schedule::one_f_one_b(4, 0, 8)}));  // its memory is still right
+    if (mode == assignment::coloring) {
+      CHECK(te_slots_text(te_slots(read_back)) == te_slots_text(te_slots(made)));  // the arenas are the colors
+    } else {
+      CHECK_THROWS_WITH(te_slots(read_back), contains_text("te_slots: the plan has no coloring (an offsets plan read from "
+                                                           "a document written before plans carried each frame's color); "
+                                                           "write the plan again"));
+    }
+  }
 }
 
 TEST_CASE("the planner refuses overrides given twice, too many layers and unknown enum values", "[plan][check][errors]") {

@@ -81,7 +81,7 @@ class body_captures final {
               frame_memories(arenas, p, frame_at, model_, measured, chunk_id{c}, slot_id{s}, branch_id{b});
           auto one = [&](graph_phase phase, std::uint32_t l) {
             const std::size_t frame = frame_at(c, s, l);
-            const std::string name = describe_frame(p.frames[frame]) + " " + to_string(phase);
+            const std::string name = plan::describe_frame(p.frames[frame]) + " " + to_string(phase);
             captured[graph_index(frame, branch_id{b}, phase)] = run_capture(stream, name, branch_id{b}, [&](Session& session) {
               try {
                 run_body(phase, session, memory, chunk_id{c}, slot_id{s}, layer_id{l}, branch_id{b}, false);

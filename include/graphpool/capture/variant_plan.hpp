@@ -29,11 +29,6 @@ struct variant_model {
 
 namespace detail {
 
-/// @return "chunk 0 slot 1 layer 2".
-[[nodiscard]] inline std::string describe_frame(const plan::planned_frame& f) {
-  return "chunk " + std::to_string(f.chunk) + " slot " + std::to_string(f.slot) + " layer " + std::to_string(f.layer);
-}
-
 /// @brief Validates `model` and completes it: one layer count per chunk, and a schedule of one
 /// microbatch in flight when none is given (every chunk's forward, then every backward).
 [[nodiscard]] inline variant_model checked_model(variant_model model) {
@@ -196,7 +191,7 @@ inline void check_plan(const plan::plan& p, const variant_model& model, const me
         for (std::size_t b = 0; b < model.branches.size(); ++b) {
           const std::size_t need = extent_of(measured[c][l][b].saved_layout());
           if (need > f.bytes) {
-            throw error("plan frame (" + describe_frame(f) + ") holds " + std::to_string(f.bytes) + " bytes but branch '" +
+            throw error("plan frame (" + plan::describe_frame(f) + ") holds " + std::to_string(f.bytes) + " bytes but branch '" +
                         model.branches[b] + "' requests " + std::to_string(need) +
                         " bytes there (its measured outputs and saved tensors); plan with the measured sizes");
           }
@@ -232,9 +227,9 @@ void declare_plan(arena_allocator<Upstream>& arenas, const plan::plan& p, const 
   for (const plan::planned_frame& f : p.frames) {
     const auto c = static_cast<std::size_t>(f.chunk);
     const auto l = static_cast<std::size_t>(f.layer);
-    const slot_id frame = arenas.declare_slot(describe_frame(f), saved_arenas[f.arena], f.offset);
+    const slot_id frame = arenas.declare_slot(plan::describe_frame(f), saved_arenas[f.arena], f.offset);
     const plan::planned_grad& g = planned_gradient(p, f.chunk, f.slot);
-    const slot_id gradients = arenas.declare_slot(describe_frame(f) + " gradients", gradient_arenas[g.arena],
+    const slot_id gradients = arenas.declare_slot(plan::describe_frame(f) + " gradients", gradient_arenas[g.arena],
                                                   g.offset + gradient_offsets(measured, c, alignment)[l]);
     for (std::size_t b = 0; b < model.branches.size(); ++b) {
       arenas.declare_branch(frame, model.branches[b], measured[c][l][b].saved_layout());

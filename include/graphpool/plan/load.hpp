@@ -34,7 +34,7 @@ namespace detail {
 }
 
 /// Reads what a frame and a gradient share: chunk, slot, arena, offset, bytes and color (documents
-/// without colors: the arena in coloring mode, 0 in offsets mode).
+/// without colors: the arena in coloring mode, unknown_color in offsets mode).
 template <class Placed>
 void read_placed(const graphpool::detail::json_value& v, const std::string& at, assignment mode, Placed& placed) {
   placed.chunk = small_integer(v.at("chunk", at), at + " chunk");
@@ -44,7 +44,7 @@ void read_placed(const graphpool::detail::json_value& v, const std::string& at, 
   placed.bytes = static_cast<std::size_t>(v.at("bytes", at).unsigned_integer(at + " bytes"));
   placed.color = v.has("color") ? static_cast<std::size_t>(v.at("color", at).unsigned_integer(at + " color"))
                  : mode == assignment::coloring ? placed.arena
-                                                : 0;
+                                                : unknown_color;
 }
 
 inline void read_figures(const graphpool::detail::json_value& v, plan_figures& f, const std::string& where) {
@@ -89,8 +89,9 @@ template <class Choice>
   }
   p.chunks = detail::small_integer(doc.at("chunks", where), where + " chunks");
   p.slots = detail::small_integer(doc.at("slots", where), where + " slots");
-  if (p.chunks < 1 || p.chunks > 4096) {
-    throw error(where + ": " + std::to_string(p.chunks) + " chunk(s); a plan has 1 to 4096");
+  if (p.chunks < 1 || p.chunks > schedule::max_chunks) {  // before anything is sized by it
+    throw error(where + ": " + std::to_string(p.chunks) + " chunk(s); a plan has 1 to " +
+                std::to_string(schedule::max_chunks));
   }
   detail::read_figures(doc, p.saved, where);
   detail::read_figures(doc.at("grad", where), p.grad, where + " grad");
@@ -106,6 +107,10 @@ template <class Choice>
     planned_frame f;
     detail::read_placed(frames[i], at, p.mode, f);
     f.layer = detail::small_integer(frames[i].at("layer", at), at + " layer");
+    if (f.layer >= static_cast<int>(max_frames)) {
+      throw error(at + ": layer " + std::to_string(f.layer) + " is beyond the " + std::to_string(max_frames) +
+                  " frames a plan may hold");
+    }
     if (f.chunk >= p.chunks || f.slot >= p.slots) throw error(at + ": chunk or slot beyond the plan's chunks and slots");
     int& layers = p.layers_per_chunk[static_cast<std::size_t>(f.chunk)];
     layers = std::max(layers, f.layer + 1);

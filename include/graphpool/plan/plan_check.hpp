@@ -17,11 +17,6 @@ namespace graphpool::plan {
 
 namespace detail {
 
-/// @return "chunk 1 slot 2 layer 0": a frame as messages name it.
-[[nodiscard]] inline std::string describe_planned(const planned_frame& f) {
-  return "chunk " + std::to_string(f.chunk) + " slot " + std::to_string(f.slot) + " layer " + std::to_string(f.layer);
-}
-
 /// @return whether [offset, offset + bytes) of `arena` and of `other_arena` share a byte.
 [[nodiscard]] inline bool share_bytes(std::size_t arena, std::size_t offset, std::size_t bytes, std::size_t other_arena,
                                       std::size_t other_offset, std::size_t other_bytes) noexcept {
@@ -40,13 +35,14 @@ inline void check_in_arena(std::size_t offset, std::size_t bytes, std::size_t ar
 }  // namespace detail
 
 /// @brief Throws unless the parts of `p` fit together, so that nothing reading it indexes out of range:
-/// at most 4096 chunks and max_frames (chunk, slot) pairs; a layer count per chunk; frames chunk-major,
+/// at most schedule::max_chunks chunks and max_frames (chunk, slot) pairs; a layer count per chunk; frames chunk-major,
 /// then slot, then layer, one per (chunk, slot, layer); a returned gradient per (chunk, slot) of a chunk
 /// with layers, in order; every frame and gradient inside its arena; slot maps of one row per chunk, one
 /// entry per microbatch, each a slot the plan has. Messages start with `where` (e.g. "plan JSON").
 inline void check_structure(const plan& p, const std::string& where) {
-  if (p.chunks < 1 || p.chunks > 4096) {
-    throw error(where + ": " + std::to_string(p.chunks) + " chunk(s); a plan has 1 to 4096");
+  if (p.chunks < 1 || p.chunks > schedule::max_chunks) {
+    throw error(where + ": " + std::to_string(p.chunks) + " chunk(s); a plan has 1 to " +
+                std::to_string(schedule::max_chunks));
   }
   if (p.slots < 1 || static_cast<std::size_t>(p.chunks) * static_cast<std::size_t>(p.slots) > max_frames) {
     throw error(where + ": " + std::to_string(p.slots) + " slot(s) per chunk; a plan has at least 1 and at most " +
@@ -76,16 +72,16 @@ inline void check_structure(const plan& p, const std::string& where) {
             frame_at(static_cast<std::size_t>(c), static_cast<std::size_t>(s), static_cast<std::size_t>(l));
         const planned_frame& f = p.frames[index];
         if (f.chunk != c || f.slot != s || f.layer != l) {
-          throw error(where + ": frame " + std::to_string(index) + " is (" + detail::describe_planned(f) +
+          throw error(where + ": frame " + std::to_string(index) + " is (" + describe_frame(f) +
                       "), not (chunk " + std::to_string(c) + " slot " + std::to_string(s) + " layer " + std::to_string(l) +
                       "): frames go chunk-major, then slot, then layer");
         }
         if (f.arena >= p.arena_bytes.size()) {
-          throw error(where + ": frame (" + detail::describe_planned(f) + ") is in arena " + std::to_string(f.arena) +
+          throw error(where + ": frame (" + describe_frame(f) + ") is in arena " + std::to_string(f.arena) +
                       " of " + std::to_string(p.arena_bytes.size()));
         }
         detail::check_in_arena(f.offset, f.bytes, p.arena_bytes[f.arena],
-                               where + ": frame (" + detail::describe_planned(f) + ")");
+                               where + ": frame (" + describe_frame(f) + ")");
       }
     }
   }
@@ -129,8 +125,9 @@ inline void check_structure(const plan& p, const std::string& where) {
 
 /// @brief Throws unless `p` serves every one of `schedules` as a runtime replays them: check_structure,
 /// then for each schedule the slot map a runtime picks for it (find_slot_map: by microbatch count) sends
-/// no microbatch to a copy still alive for another, and no two frames (or returned gradients) alive
-/// together share a byte. The error names the schedule and the two frames.
+/// no microbatch to a copy still alive for another (the error names the schedule, the entry, the copy
+/// and the microbatch holding it), and no two frames (or returned gradients) alive together share a byte
+/// or a color (what te_slots gives TransformerEngine as their arena; the error names the schedule and both).
 inline void check_replay(const plan& p, const std::vector<schedule>& schedules) {
   check_structure(p, "plan");
   const auto slots = static_cast<std::size_t>(p.slots);
@@ -143,38 +140,49 @@ inline void check_replay(const plan& p, const std::vector<schedule>& schedules) 
   for (const planned_grad& g : p.grads) {
     grad_of[static_cast<std::size_t>(g.chunk) * slots + static_cast<std::size_t>(g.slot)] = &g;
   }
+  // Two parts alive together clash when they share a byte, or a known color while both hold bytes.
+  auto clash = [](const auto& a, const auto& b) -> std::string {
+    if (detail::share_bytes(a.arena, a.offset, a.bytes, b.arena, b.offset, b.bytes)) {
+      return "share bytes of arena " + std::to_string(a.arena);
+    }
+    if (a.color == b.color && a.color != unknown_color && a.bytes > 0 && b.bytes > 0) {
+      return "share color " + std::to_string(a.color) + " (TransformerEngine's arena in te_slots)";
+    }
+    return {};
+  };
+  auto frames_apart = [&](std::size_t g, std::size_t h, const std::string& when) {
+    for (std::size_t i : frames_of[g]) {
+      for (std::size_t j : frames_of[h]) {
+        if (g == h && j <= i) continue;
+        const std::string how = clash(p.frames[i], p.frames[j]);
+        if (!how.empty()) {
+          throw error("plan: frames (" + describe_frame(p.frames[i]) + ") and (" + describe_frame(p.frames[j]) + ") " +
+                      how + " but are alive together " + when);
+        }
+      }
+    }
+  };
+  for (std::size_t g = 0; g < frames_of.size(); ++g) frames_apart(g, g, "(layers of one copy)");
   for (const schedule& s : schedules) {
     if (s.chunks() != p.chunks) {
       throw error("plan: schedule '" + s.name() + "' runs " + std::to_string(s.chunks()) + " chunk(s), the plan has " +
                   std::to_string(p.chunks));
     }
     const liveness alive = analyze({s}, {find_slot_map(p, s.microbatches())}, p.slots, false);
-    const std::string fix = " but are alive together in schedule '" + s.name() + "'; plan with every schedule you replay";
-    auto frames_apart = [&](std::size_t g, std::size_t h) {
-      for (std::size_t i : frames_of[g]) {
-        for (std::size_t j : frames_of[h]) {
-          const planned_frame& a = p.frames[i];
-          const planned_frame& b = p.frames[j];
-          if ((g != h || i < j) && detail::share_bytes(a.arena, a.offset, a.bytes, b.arena, b.offset, b.bytes)) {
-            throw error("plan: frames (" + detail::describe_planned(a) + ") and (" + detail::describe_planned(b) +
-                        ") share bytes of arena " + std::to_string(a.arena) + fix);
-          }
-        }
-      }
-    };
+    const std::string when = "in schedule '" + s.name() + "'; plan with every schedule you replay";
     for (std::size_t g = 0; g < frames_of.size(); ++g) {
-      frames_apart(g, g);  // a copy's layers are alive together
       alive.saved.for_each_neighbor(g, [&](std::size_t h) {
-        if (h > g) frames_apart(g, h);
+        if (h > g) frames_apart(g, h, when);
       });
       alive.grads.for_each_neighbor(g, [&](std::size_t h) {
         const planned_grad* a = grad_of[g];
         const planned_grad* b = grad_of[h];
-        if (h > g && a != nullptr && b != nullptr &&
-            detail::share_bytes(a->arena, a->offset, a->bytes, b->arena, b->offset, b->bytes)) {
+        if (h <= g || a == nullptr || b == nullptr) return;
+        const std::string how = clash(*a, *b);
+        if (!how.empty()) {
           throw error("plan: the returned gradients of chunk " + std::to_string(a->chunk) + " slot " +
                       std::to_string(a->slot) + " and chunk " + std::to_string(b->chunk) + " slot " +
-                      std::to_string(b->slot) + " share bytes" + fix);
+                      std::to_string(b->slot) + " " + how + " but are alive together " + when);
         }
       });
     }

@@ -55,6 +55,10 @@ struct problem {
   std::size_t alignment = 256;   ///< every frame's bytes are rounded up to this (a power of two)
 };
 
+/// @brief The color of a frame or returned gradient read from a plan document that has none (an offsets
+/// plan written before documents carried colors): te_slots refuses it.
+inline constexpr std::size_t unknown_color = static_cast<std::size_t>(-1);
+
 /// @brief A frame and its memory; indices are 0-based.
 struct planned_frame {
   int chunk = 0;
@@ -63,8 +67,13 @@ struct planned_frame {
   std::size_t arena = 0;   ///< coloring: its arena; offsets: 0 (the one pool)
   std::size_t offset = 0;  ///< within the arena
   std::size_t bytes = 0;   ///< the max over branches, rounded up to the alignment
-  std::size_t color = 0;   ///< its arena in the coloring (what TransformerEngine's saved_arena takes)
+  std::size_t color = 0;   ///< its arena in the coloring (what TransformerEngine's saved_arena takes), or unknown_color
 };
+
+/// @return "chunk 1 slot 2 layer 0": a frame as messages and arena names give it.
+[[nodiscard]] inline std::string describe_frame(const planned_frame& f) {
+  return "chunk " + std::to_string(f.chunk) + " slot " + std::to_string(f.slot) + " layer " + std::to_string(f.layer);
+}
 
 /// @brief The input gradients one (chunk, slot) backward returns, and their memory.
 struct planned_grad {
@@ -73,7 +82,7 @@ struct planned_grad {
   std::size_t arena = 0;
   std::size_t offset = 0;
   std::size_t bytes = 0;
-  std::size_t color = 0;
+  std::size_t color = 0;  ///< its arena in the coloring (TransformerEngine's grad_arena), or unknown_color
 };
 
 /// @brief The figures a plan is judged by.

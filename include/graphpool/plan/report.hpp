@@ -4,6 +4,7 @@
 ///
 /// Host-only: no CUDA header.
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdio>
 #include <string>
@@ -145,9 +146,15 @@ struct te_slot {
 /// default mod rule), branch = v*S + io_slot, warmup_group = v * (layers in all
 /// chunks) + the chunk's first layer + layer, grad_arena = the (chunk, slot) gradient's color.
 /// Chunks and layers are 0-based. The arenas are the coloring's, whatever the plan's mode.
-/// @throws graphpool::error when the plan has no slot map for `microbatches` (see find_slot_map).
+/// @throws graphpool::error when the plan has no slot map for `microbatches` (see find_slot_map), or no
+/// coloring (an offsets plan read from a document without colors).
 [[nodiscard]] inline std::vector<te_slot> te_slots(const plan& p, int microbatches = 0) {
   if (microbatches <= 0) microbatches = p.microbatches;
+  const auto colored = [](const auto& part) { return part.color != unknown_color; };
+  if (!std::all_of(p.frames.begin(), p.frames.end(), colored) || !std::all_of(p.grads.begin(), p.grads.end(), colored)) {
+    throw error("te_slots: the plan has no coloring (an offsets plan read from a document written before plans "
+                "carried each frame's color); write the plan again (graphpool-plan --json, or plan::to_json)");
+  }
   const slot_map& map = find_slot_map(p, microbatches);
   std::vector<int> first_layer(static_cast<std::size_t>(p.chunks), 0);
   int callables = 0;
