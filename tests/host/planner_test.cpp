@@ -151,15 +151,22 @@ TEST_CASE("chunks with zero layers take no frames and return no gradients", "[pl
   }
 }
 
-TEST_CASE("frame_index finds every frame of chunks with different layer counts, none included", "[planner]") {
+TEST_CASE("frame_index finds every frame and gradient of chunks with different layer counts, none included", "[planner]") {
   for (slot_rule rule : {slot_rule::mod, slot_rule::schedule}) {
     problem p = uniform({schedule::interleaved(4, 1, 8, 4, 4)}, {2, 0, 3, 1});
     p.rule = rule;
     const plan result = checked_plan(p, assignment::offsets);
     const frame_index frame_at(result);
     std::size_t seen = 0;
+    std::size_t grads_seen = 0;
     for (int c = 0; c < result.chunks; ++c) {
       for (int s = 0; s < result.slots; ++s) {
+        if (result.layers_per_chunk[static_cast<std::size_t>(c)] > 0) {
+          const std::size_t g = frame_at.gradient(static_cast<std::size_t>(c), static_cast<std::size_t>(s));
+          REQUIRE(g < result.grads.size());
+          CHECK(std::tie(result.grads[g].chunk, result.grads[g].slot) == std::tie(c, s));
+          ++grads_seen;
+        }
         for (int l = 0; l < result.layers_per_chunk[static_cast<std::size_t>(c)]; ++l) {
           const std::size_t i = frame_at(static_cast<std::size_t>(c), static_cast<std::size_t>(s), static_cast<std::size_t>(l));
           REQUIRE(i < result.frames.size());
@@ -169,6 +176,7 @@ TEST_CASE("frame_index finds every frame of chunks with different layer counts, 
       }
     }
     CHECK(seen == result.frames.size());
+    CHECK(grads_seen == result.grads.size());
   }
 }
 

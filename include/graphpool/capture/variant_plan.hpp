@@ -156,15 +156,6 @@ using measurement = std::vector<std::vector<std::vector<measured_layer>>>;  // [
   return p;
 }
 
-/// @return the gradient of (chunk, slot) in `p`. @throws graphpool::error when the plan has none.
-[[nodiscard]] inline const plan::planned_grad& planned_gradient(const plan::plan& p, int chunk, int slot) {
-  for (const plan::planned_grad& g : p.grads) {
-    if (g.chunk == chunk && g.slot == slot) return g;
-  }
-  throw error("the plan has no returned gradient for chunk " + std::to_string(chunk) + " slot " +
-              std::to_string(slot) + "; make the plan with the model's layers");
-}
-
 /// @brief Throws unless `p` fits the model and holds every measured request: the same chunks, layers
 /// and branches, parts that fit together and serve every schedule of the model (plan::check_replay:
 /// no two frames alive together on the same bytes), every frame and gradient large enough for every
@@ -198,7 +189,7 @@ inline void check_plan(const plan::plan& p, const variant_model& model, const me
         }
       }
       if (measured[c].empty()) continue;
-      const plan::planned_grad& g = planned_gradient(p, static_cast<int>(c), s);
+      const plan::planned_grad& g = p.grads[frame_at.gradient(c, static_cast<std::size_t>(s))];
       if (gradient_at.back() > g.bytes) {
         throw error("plan gradient of chunk " + std::to_string(c) + " slot " + std::to_string(s) + " holds " +
                     std::to_string(g.bytes) + " bytes but the layers' backwards return " +
@@ -210,7 +201,7 @@ inline void check_plan(const plan::plan& p, const variant_model& model, const me
 
 /// @brief Declares the plan on `arenas`: its saved-tensor arenas, then its gradient arenas; for
 /// frame i, slot 2i holds its outputs and saved tensors at the frame's offset and slot 2i+1 the
-/// gradients its backward returns, each with one branch per model branch.
+/// gradients its backward returns, each with one branch per model branch. `p` has passed check_plan().
 template <class Upstream>
 void declare_plan(arena_allocator<Upstream>& arenas, const plan::plan& p, const variant_model& model,
                   const measurement& measured) {
@@ -224,11 +215,12 @@ void declare_plan(arena_allocator<Upstream>& arenas, const plan::plan& p, const 
     gradient_arenas.push_back(arenas.declare_arena(offsets ? "gradients" : "gradients color " + std::to_string(a)));
   }
   const std::size_t alignment = measured_alignment(measured);
+  const plan::frame_index frame_at(p);
   for (const plan::planned_frame& f : p.frames) {
     const auto c = static_cast<std::size_t>(f.chunk);
     const auto l = static_cast<std::size_t>(f.layer);
     const slot_id frame = arenas.declare_slot(plan::describe_frame(f), saved_arenas[f.arena], f.offset);
-    const plan::planned_grad& g = planned_gradient(p, f.chunk, f.slot);
+    const plan::planned_grad& g = p.grads[frame_at.gradient(c, static_cast<std::size_t>(f.slot))];
     const slot_id gradients = arenas.declare_slot(plan::describe_frame(f) + " gradients", gradient_arenas[g.arena],
                                                   g.offset + gradient_offsets(measured, c, alignment)[l]);
     for (std::size_t b = 0; b < model.branches.size(); ++b) {

@@ -17,6 +17,11 @@
 
 namespace graphpool::plan::detail {
 
+/// Chunk c's layer count: problem::layers_per_chunk holds one for all chunks or one per chunk.
+[[nodiscard]] inline int layers_of(const problem& p, int c) {
+  return p.layers_per_chunk.size() == 1 ? p.layers_per_chunk[0] : p.layers_per_chunk[static_cast<std::size_t>(c)];
+}
+
 inline void validate(const problem& p, int chunks) {
   if (p.branches.empty()) throw error("planner: no branch given; give at least one (name and saved bytes per layer)");
   if (!is_valid_alignment(p.alignment)) {
@@ -28,7 +33,7 @@ inline void validate(const problem& p, int chunks) {
   }
   std::size_t layers_total = 0;  // every chunk's layers: a plan holds them once per slot, at least one slot
   for (int c = 0; c < chunks; ++c) {
-    const int layers = p.layers_per_chunk.size() == 1 ? p.layers_per_chunk[0] : p.layers_per_chunk[static_cast<std::size_t>(c)];
+    const int layers = layers_of(p, c);
     if (layers < 0) {
       throw error("planner: chunk " + std::to_string(c) + " has " + std::to_string(layers) +
                   " layers; a layer count cannot be negative");
@@ -86,10 +91,7 @@ struct frame_sizes {
 
 [[nodiscard]] inline frame_sizes size_frames(const problem& p, int chunks) {
   frame_sizes sizes;
-  for (int c = 0; c < chunks; ++c) {
-    sizes.layers_per_chunk.push_back(p.layers_per_chunk.size() == 1 ? p.layers_per_chunk[0]
-                                                                    : p.layers_per_chunk[static_cast<std::size_t>(c)]);
-  }
+  for (int c = 0; c < chunks; ++c) sizes.layers_per_chunk.push_back(layers_of(p, c));
   for (const branch_sizes& b : p.branches) sizes.branches.push_back(b.name);
   // Saved bytes per (chunk, layer, branch).
   std::vector<std::vector<std::vector<std::size_t>>> saved(static_cast<std::size_t>(chunks));

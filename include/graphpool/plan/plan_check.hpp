@@ -89,13 +89,13 @@ inline void check_structure(const plan& p, const std::string& where) {
     throw error(where + ": " + std::to_string(p.grads.size()) + " returned gradient(s), where the chunks with layers need " +
                 std::to_string(grads) + " (one per slot)");
   }
-  std::size_t next = 0;
   for (int c = 0; c < p.chunks; ++c) {
     if (p.layers_per_chunk[static_cast<std::size_t>(c)] == 0) continue;
-    for (int s = 0; s < p.slots; ++s, ++next) {
-      const planned_grad& g = p.grads[next];
+    for (int s = 0; s < p.slots; ++s) {
+      const std::size_t index = frame_at.gradient(static_cast<std::size_t>(c), static_cast<std::size_t>(s));
+      const planned_grad& g = p.grads[index];
       const std::string what = where + ": the gradient of chunk " + std::to_string(c) + " slot " + std::to_string(s);
-      if (g.chunk != c || g.slot != s) throw error(what + " is not in its place (" + std::to_string(next) + ")");
+      if (g.chunk != c || g.slot != s) throw error(what + " is not in its place (" + std::to_string(index) + ")");
       if (g.arena >= p.grad_arena_bytes.size()) {
         throw error(what + " is in arena " + std::to_string(g.arena) + " of " + std::to_string(p.grad_arena_bytes.size()));
       }

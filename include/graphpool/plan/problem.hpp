@@ -125,16 +125,20 @@ struct plan {
 };
 
 /// @brief Where the frame of (chunk, slot, layer) sits in a plan's frames, which are chunk-major, then slot,
-/// then layer: the one formula capture, launch and the plan's checks share.
+/// then layer, and where (chunk, slot)'s returned gradient sits in its grads, one per slot of each chunk
+/// with layers, chunk-major: the one formula capture, launch and the plan's checks share.
 class frame_index final {
  public:
   frame_index() = default;
   explicit frame_index(const plan& p) {
     std::size_t next = 0;
+    std::size_t next_grad = 0;
     for (int layers : p.layers_per_chunk) {
       first_.push_back(next);
+      first_grad_.push_back(next_grad);
       layers_.push_back(static_cast<std::size_t>(layers));
       next += static_cast<std::size_t>(layers) * static_cast<std::size_t>(p.slots);
+      if (layers > 0) next_grad += static_cast<std::size_t>(p.slots);
     }
   }
 
@@ -143,9 +147,16 @@ class frame_index final {
     return first_[chunk] + slot * layers_[chunk] + layer;
   }
 
+  /// @return the index of (chunk, slot)'s returned gradient; the caller has checked both are in range
+  /// and that the chunk has layers (a chunk without layers has none).
+  [[nodiscard]] std::size_t gradient(std::size_t chunk, std::size_t slot) const noexcept {
+    return first_grad_[chunk] + slot;
+  }
+
  private:
-  std::vector<std::size_t> first_;   // per chunk: its (slot 0, layer 0) frame
-  std::vector<std::size_t> layers_;  // per chunk: its layers
+  std::vector<std::size_t> first_;       // per chunk: its (slot 0, layer 0) frame
+  std::vector<std::size_t> first_grad_;  // per chunk: its slot 0 gradient
+  std::vector<std::size_t> layers_;      // per chunk: its layers
 };
 
 /// @return the microbatch counts `p` has slot maps for, as "8, 4" ("none" without a map), for messages.
