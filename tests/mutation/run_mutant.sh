@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Applies one planted bug (a unified diff against the repository root) to a copy of the tree, builds
 # the host suite, runs it, and says KILLED (some test failed, naming them), SURVIVED (every test
-# passed), STILLBORN (the mutant does not build or the patch does not apply), TIMED OUT (the suite
+# passed), STILLBORN (the mutant does not build or the patch does not apply exactly: no fuzz, so a
+# patch whose context has moved is never planted somewhere else), TIMED OUT (the suite
 # ran past its time) or NO TESTS (GRAPHPOOL_MUTATION_TESTS names none). The checkout itself is never
 # changed. The copy and its build folder are kept between runs, so only what a mutant touches is rebuilt.
 #   usage: tests/mutation/run_mutant.sh PATCH...        e.g. tests/mutation/run_mutant.sh tests/mutation/mem-*.patch
@@ -48,7 +49,7 @@ for patch_file in "$@"; do
   fi
   mkdir -p "$work"
   sync_tree
-  if ! patch -d "$work/src" -p1 --forward --batch --quiet <"$patch_path" >"$work/patch.log" 2>&1; then
+  if ! patch -d "$work/src" -p1 --fuzz=0 --forward --batch --quiet <"$patch_path" >"$work/patch.log" 2>&1; then
     echo "$id STILLBORN: the patch does not apply"; cat "$work/patch.log"; status=1; continue
   fi
   if [ ! -f "$work/build/build.ninja" ]; then
