@@ -53,9 +53,11 @@ e.g. chunk 0 (order id 1).
 exit status:
   0  planned
   1  every flag is valid on its own, but together they cannot be planned (e.g. --slots below
-     the schedules' liveness, --layers or --frame-bytes for a chunk or layer that does not exist)
+     the schedules' liveness, --layers or --frame-bytes for a chunk or layer that does not exist,
+     --json with --emit te-slots, --emit te-slots with --mode offsets)
   2  a flag or its value is wrong on its own (unknown flag, malformed or out-of-range value such
-     as --slots 0 or --alignment 0, a bad --schedule or --order, a repeated --frame-bytes)
+     as --slots 0 or --alignment 0, a bad --schedule or --order, a repeated --frame-bytes or
+     --branch name, no --schedule/--order or no --branch)
 )";
 
 struct bad_flag : std::exception {
@@ -137,11 +139,6 @@ int main(int argc, char** argv) {
         throw bad_flag("unknown flag '" + flag + "'; see --help");
       }
     }
-    if (json && emit_te) throw bad_flag("--json and --emit te-slots each print a whole document; give one");
-    if (emit_te && mode_given && mode != assignment::coloring) {
-      throw bad_flag("--emit te-slots always uses the coloring (TransformerEngine's saved_arena is a color); "
-                     "drop --mode " + std::string(to_string(mode)));
-    }
     if (input.schedules.empty()) throw bad_flag("no schedule: give --schedule or --order; see --help");
     if (input.branches.empty()) throw bad_flag("no branch: give --branch NAME:SAVED[:GRAD]; see --help");
     if (input.layers_per_chunk.empty()) input.layers_per_chunk = {1};
@@ -153,7 +150,13 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    // The planner names the fields of `problem`; here the flags that set them.
+    // Flags each valid on their own that clash. The planner names the fields of `problem`; here the
+    // flags that set them.
+    if (json && emit_te) throw graphpool::error("--json and --emit te-slots each print a whole document; give one");
+    if (emit_te && mode_given && mode != assignment::coloring) {
+      throw graphpool::error("--emit te-slots always uses the coloring (TransformerEngine's saved_arena is a color); "
+                             "drop --mode " + std::string(to_string(mode)));
+    }
     if (input.rule == slot_rule::mod && input.max_copies != twice_modulo_copies) {
       throw graphpool::error("--max-copies " + std::to_string(input.max_copies) +
                              " applies to --slot-rule schedule; add it, or give --slots for the default rule (mod)");

@@ -90,7 +90,7 @@ bad=(
   "2 --mode => --mode needs a value"
   "2 --mode best --order 1,-1 --branch a:1MiB => --mode 'best': use coloring or offsets"
   "2 --emit xml --order 1,-1 --branch a:1MiB => --emit 'xml': the only output to emit is te-slots"
-  "2 --json --emit te-slots --order 1,-1 --branch a:1MiB => --json and --emit te-slots each print a whole document"
+  "1 --json --emit te-slots --order 1,-1 --branch a:1MiB => --json and --emit te-slots each print a whole document"
   "2 --branch a:1MB --order 1,-1 => --branch 'a:1MB' saved bytes: size '1MB' is not a number with an optional unit"
   "2 --order 1,-1 --branch a:1MiB:1XB => --branch 'a:1MiB:1XB' gradient bytes: size '1XB' is not a number"
   "2 --order 1,-1 --branch a:2048GiB => --branch 'a:2048GiB' saved bytes: 2048GiB is more than the 1 TiB (1099511627776 bytes) one frame may hold"
@@ -122,7 +122,7 @@ bad=(
   "2 --order 2,-2 --branch a:1MiB => --order '2,-2': chunk 0 (order id 1) never runs, yet the largest id is 2; number the chunks from 1 without gaps"
   "2 --order 1,-1 --branch a:1MiB --slots 0 => --slots: 0 is outside [1, 65536]"
   "2 --order 1,-1 --branch a:1MiB --alignment 0 => --alignment 0: the alignment must be a power of two (1, 2, 4, ..., e.g. 256)"
-  "2 --order 1,-1 --branch a:1MiB --emit te-slots --mode offsets => --emit te-slots always uses the coloring (TransformerEngine's saved_arena is a color); drop --mode offsets"
+  "1 --order 1,-1 --branch a:1MiB --emit te-slots --mode offsets => --emit te-slots always uses the coloring (TransformerEngine's saved_arena is a color); drop --mode offsets"
 )
 for entry in "${bad[@]}"; do
   code=${entry%% *}
