@@ -155,6 +155,37 @@ TEST_CASE("check_structure and from_json refuse parts that do not fit together, 
   CHECK_THROWS_WITH(from_json(many), contains_text("plan JSON: 2000000000 chunk(s); a plan has 1 to 4096"));
 }
 
+TEST_CASE("from_json refuses a malformed number or a flag that is not true or false, naming where", "[plan][check]") {
+  const std::string json = to_json(checked_plan(one_branch({schedule::one_f_one_b(2, 0, 4)}, slot_rule::mod, {2})));
+  // The document with the first value of `key` (up to the next ',') written as `value`.
+  const auto read_with = [&json](const std::string& key, const std::string& value) {
+    std::string changed = json;
+    const std::size_t start = changed.find("\"" + key + "\": ");
+    REQUIRE(start != std::string::npos);
+    const std::size_t from = start + key.size() + 4;
+    changed.replace(from, changed.find(',', from) - from, value);
+    return from_json(changed);
+  };
+  CHECK(read_with("slots", "2").slots == 2);
+  // Each of these used to read as 2, the text after the digits dropped.
+  CHECK_THROWS_WITH(read_with("slots", "2-1"), contains_text("JSON: expected '}' at byte"));
+  CHECK_THROWS_WITH(read_with("slots", "2+5"), contains_text("JSON: expected '}' at byte"));
+  CHECK_THROWS_WITH(read_with("slots", "0002"), contains_text("JSON: a malformed number (a leading zero) at byte"));
+  CHECK_THROWS_WITH(read_with("slots", "-"), contains_text("JSON: a malformed number (a digit must follow '-') at byte"));
+  CHECK_THROWS_WITH(read_with("slots", "2."), contains_text("JSON: a malformed number (a digit must follow '.') at byte"));
+  CHECK_THROWS_WITH(read_with("slots", "2e"),
+                    contains_text("JSON: a malformed number (a digit must follow the exponent) at byte"));
+  CHECK_THROWS_WITH(read_with("slots", "2.0"), contains_text("plan JSON slots: expected a non-negative integer, found 2.0"));
+  CHECK_NOTHROW(read_with("ratio", "-1.5e+3"));  // a number in full JSON form is still read
+  // A flag that is not true or false used to read as false.
+  CHECK(read_with("lower_bound_exact", "true").saved.lower_bound_exact);
+  CHECK_THROWS_WITH(read_with("lower_bound_exact", "1"), contains_text("plan JSON lower_bound_exact: expected true or false"));
+  CHECK_THROWS_WITH(read_with("lower_bound_exact", "\"yes\""),
+                    contains_text("plan JSON lower_bound_exact: expected true or false"));
+  CHECK_THROWS_WITH(read_with("branches", "[\"cp\\u00zz\"]"), contains_text("JSON: a \\u escape needs four hex digits at byte"));
+  CHECK(read_with("branches", "[\"cp\\u0031\"]").branches.front() == "cp1");
+}
+
 TEST_CASE("an offsets plan read from a document without colors cannot give TransformerEngine's arenas", "[plan][check]") {
   for (assignment mode : {assignment::offsets, assignment::coloring}) {
     const plan made = checked_plan(one_branch({schedule::one_f_one_b(4, 0, 8)}, slot_rule::mod, {2}), mode);

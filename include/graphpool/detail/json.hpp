@@ -69,6 +69,11 @@ struct json_value {
     if (errno == ERANGE) throw error(where + ": " + text + " does not fit in 64 bits");
     return value;
   }
+  /// @return true or false. @throws graphpool::error naming `where` for any other value.
+  [[nodiscard]] bool boolean_value(const std::string& where) const {
+    if (type != kind::boolean) throw error(where + ": expected true or false");
+    return boolean;
+  }
   [[nodiscard]] const std::vector<json_value>& array(const std::string& where) const {
     if (type != kind::array) throw error(where + ": expected an array");
     return items;
@@ -154,15 +159,42 @@ class json_reader {
     } else if (take("false")) {
       v.type = json_value::kind::boolean;
     } else if (take("null")) {
-    } else if (ch == '-' || (ch >= '0' && ch <= '9')) {
+    } else if (ch == '-' || is_digit(ch)) {
       v.type = json_value::kind::number;
-      const std::size_t start = at_;
-      while (at_ < text_.size() && std::string_view("+-0123456789.eE").find(text_[at_]) != std::string_view::npos) ++at_;
-      v.text = std::string(text_.substr(start, at_ - start));
+      v.text = number_literal();
     } else {
       fail(std::string("unexpected '") + ch + "'");
     }
     return v;
+  }
+
+  static bool is_digit(char ch) { return ch >= '0' && ch <= '9'; }
+  bool digit_here() const { return at_ < text_.size() && is_digit(text_[at_]); }
+
+  // JSON's number: -? (0 | [1-9][0-9]*) (.[0-9]+)? ([eE][+-]?[0-9]+)?; anything else ("0002", "1.", "2e")
+  // fails here, and text right after it ("2-1") fails where the document expects ',' or a closing bracket.
+  std::string number_literal() {
+    const std::size_t start = at_;
+    if (text_[at_] == '-') ++at_;
+    if (!digit_here()) fail("a malformed number (a digit must follow '-')");
+    if (text_[at_] == '0') {
+      ++at_;
+      if (digit_here()) fail("a malformed number (a leading zero)");
+    } else {
+      while (digit_here()) ++at_;
+    }
+    if (at_ < text_.size() && text_[at_] == '.') {
+      ++at_;
+      if (!digit_here()) fail("a malformed number (a digit must follow '.')");
+      while (digit_here()) ++at_;
+    }
+    if (at_ < text_.size() && (text_[at_] == 'e' || text_[at_] == 'E')) {
+      ++at_;
+      if (at_ < text_.size() && (text_[at_] == '+' || text_[at_] == '-')) ++at_;
+      if (!digit_here()) fail("a malformed number (a digit must follow the exponent)");
+      while (digit_here()) ++at_;
+    }
+    return std::string(text_.substr(start, at_ - start));
   }
 
   std::string string_literal() {
@@ -182,6 +214,11 @@ class json_reader {
           case 'f': ch = '\f'; break;
           case 'u': {
             if (at_ + 4 > text_.size()) fail("unfinished \\u escape");
+            for (std::size_t k = at_; k < at_ + 4; ++k) {
+              if (std::string_view("0123456789abcdefABCDEF").find(text_[k]) == std::string_view::npos) {
+                fail("a \\u escape needs four hex digits");
+              }
+            }
             const unsigned long code = std::strtoul(std::string(text_.substr(at_, 4)).c_str(), nullptr, 16);
             at_ += 4;
             if (code > 0x7f) fail("a \\u escape beyond ASCII");

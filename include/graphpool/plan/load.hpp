@@ -52,7 +52,8 @@ inline void read_figures(const graphpool::detail::json_value& v, plan_figures& f
   f.lower_bound_bytes = static_cast<std::size_t>(v.at("lower_bound_bytes", where).unsigned_integer(where));
   f.live_bound_bytes = static_cast<std::size_t>(v.at("live_bound_bytes", where).unsigned_integer(where));
   f.naive_bytes = static_cast<std::size_t>(v.at("naive_bytes", where).unsigned_integer(where));
-  f.lower_bound_exact = v.has("lower_bound_exact") && v.at("lower_bound_exact", where).boolean;
+  f.lower_bound_exact =
+      v.has("lower_bound_exact") && v.at("lower_bound_exact", where).boolean_value(where + " lower_bound_exact");
   if (v.has("coloring_bytes")) {
     f.coloring_bytes = static_cast<std::size_t>(v.at("coloring_bytes", where).unsigned_integer(where + " coloring_bytes"));
   }
