@@ -1,5 +1,6 @@
 // The arena allocator over host memory: sizes, addresses, sharing, statistics and every bad input.
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstring>
@@ -378,6 +379,48 @@ TEST_CASE("sizes that overflow are rejected", "[arena][errors]") {
   CHECK_THROWS_WITH(arenas.declare_branch(slot, "b", {{}, {part(max - 10), part(100)}}), contains_text("overflows size_t"));
   CHECK_THROWS_WITH(arenas.declare_branch(slot, "c", {{}, {part::group({{max - 10, 1}, {16, 1}})}}),
                     contains_text("overflows size_t"));
+}
+
+TEST_CASE("sizes too large to reserve: statistics read SIZE_MAX and reserve() fails, holding nothing",
+          "[arena][errors]") {
+  counting_resource upstream;
+  arena_allocator<counting_resource> arenas(upstream);
+  const std::size_t max = std::numeric_limits<std::size_t>::max();
+  const slot_id first = arenas.declare_slot("a1");
+  const slot_id second = arenas.declare_slot("a2");
+  arenas.declare_branch(first, "b", saved_only(max / 2 + 1));
+  arenas.declare_branch(second, "b", saved_only(max / 2 + 1));
+  arenas.declare_branch(second, "c", saved_only(max / 2 + 1));
+  // Both sums wrapped to small numbers before (0 and max / 2 + 1).
+  const auto stats = arenas.statistics();
+  CHECK(stats.reserved_bytes == max);
+  CHECK(stats.per_branch_pool_bytes == max);
+  CHECK_THROWS_WITH(arenas.reserve(), contains_text("arena 'a2': size overflows size_t"));
+  CHECK(upstream.live_allocations() == 0);
+  CHECK_FALSE(arenas.statistics().reserved);
+}
+
+TEST_CASE("a near-SIZE_MAX branch on the host upstream fails at reserve() rather than get a tiny block",
+          "[arena][errors]") {
+  host_resource upstream;
+  arena_allocator<host_resource> arenas(upstream);
+  const slot_id slot = arenas.declare_slot("huge");
+  arenas.declare_branch(slot, "b", saved_only(std::numeric_limits<std::size_t>::max() - 100));
+  CHECK_THROWS_WITH(arenas.reserve(), contains_text("size overflows size_t"));
+  CHECK_FALSE(arenas.statistics().reserved);
+}
+
+TEST_CASE("the summary keeps a whole line per arena, however long its names", "[arena]") {
+  host_resource upstream;
+  arena_allocator<host_resource> arenas(upstream);
+  const std::string long_name(300, 'L');
+  arenas.declare_branch(arenas.declare_slot(long_name), "b", saved_only(4 * KiB));
+  arenas.declare_branch(arenas.declare_slot("short"), "b", saved_only(1 * KiB));
+  const std::string summary = arenas.statistics().summary();
+  CHECK(std::count(summary.begin(), summary.end(), '\n') == 4);  // heading, two arenas, totals
+  CHECK_THAT(summary, contains_text(long_name + "  4.00 KiB"));
+  CHECK_THAT(summary, contains_text(long_name + " / b\n"));
+  CHECK_THAT(summary, contains_text("short                 1.00 KiB"));
 }
 
 TEST_CASE("lookups after reserve() are safe from many threads at once", "[arena][threads]") {

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <limits>
 
 #include "catch.hpp"
 #include "graphpool/detail/format.hpp"
@@ -34,6 +35,12 @@ TEST_CASE("the host resource honours alignment and rejects bad ones", "[resource
   CHECK_THROWS_WITH(host.allocate_sync(8, 0), contains_text("host_resource::allocate_sync of 8 bytes: alignment 0"));
   CHECK_THROWS_WITH(host.allocate_sync(8, 3), contains_text("alignment 3 is not a power of two"));
   CHECK(graphpool::host_resource{} == graphpool::host_resource{});
+  // Aligned operator new may round the size up to the alignment: near SIZE_MAX that wrapped to a tiny
+  // block, handed out as if it held the size asked for.
+  const std::size_t max = std::numeric_limits<std::size_t>::max();
+  CHECK_THROWS_WITH(host.allocate_sync(max, 256), contains_text("host_resource::allocate_sync of 18446744073709551615 "
+                                                                "bytes: size overflows size_t"));
+  CHECK_THROWS_WITH(host.allocate_sync(max - 100, 256), contains_text("size overflows size_t"));
 }
 
 TEST_CASE("graphpool::error carries the CUDA status when there is one", "[error]") {

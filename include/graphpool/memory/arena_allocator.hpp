@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -216,16 +217,23 @@ class arena_allocator final {
   }
 
   /// @return sizes per arena and in total, against a pool per branch; valid before and after reserve().
+  /// A total that does not fit in size_t reads SIZE_MAX (reserve() then fails, naming the arena).
   [[nodiscard]] arena_allocator_statistics statistics() const {
     arena_allocator_statistics stats;
     stats.reserved = reserved_;
+    constexpr std::size_t most = std::numeric_limits<std::size_t>::max();
+    const auto add = [](std::size_t a, std::size_t b) { return a > most - b ? most : a + b; };
+    const auto aligned = [](std::size_t a, std::size_t alignment) {
+      return a > most - (alignment - 1) ? most : align_up(a, alignment);
+    };
+    std::size_t& per_branch = stats.per_branch_pool_bytes;
     for (const detail::slot_record& s : slots_) {
-      for (const detail::placed_branch& b : s.branches) stats.per_branch_pool_bytes += b.extent;
+      for (const detail::placed_branch& b : s.branches) per_branch = add(per_branch, b.extent);
     }
     std::size_t total = 0;
     for (const detail::arena_record& a : arenas_) {
       stats.arenas.push_back(detail::need_of(a, slots_));
-      total = align_up(total, stats.arenas.back().alignment) + stats.arenas.back().bytes;
+      total = add(aligned(total, stats.arenas.back().alignment), stats.arenas.back().bytes);
     }
     stats.reserved_bytes = reserved_ ? reservation_.bytes() : total;
     stats.upstream_bytes = reservation_.upstream_bytes();

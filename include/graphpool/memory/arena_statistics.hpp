@@ -26,21 +26,24 @@ struct arena_statistics {
 struct arena_allocator_statistics {
   bool reserved = false;                  ///< true once reserve() has taken the arenas
   std::size_t reserved_bytes = 0;         ///< what reserve() takes from the upstream: every arena, each aligned, in one allocation
+                                          ///< (before reserve(), SIZE_MAX where that does not fit in size_t)
   std::size_t upstream_bytes = 0;         ///< what the upstream's own counter grew by at reserve(): reserved_bytes plus its
                                           ///< rounding (a cudaMemPool_t grows in 32 MiB steps, virtual memory in 2 MiB);
                                           ///< 0 when the upstream has no counter
   std::size_t per_branch_pool_bytes = 0;  ///< what a pool per branch needs: every branch of every slot, summed
+                                          ///< (SIZE_MAX where the sum does not fit in size_t)
   std::vector<arena_statistics> arenas;
 
   /// @return a printable table: one line per arena, then the totals and the saving.
   [[nodiscard]] std::string summary() const {
     std::string text = "arena                 bytes        slots  windows  largest (slot / branch)\n";
     for (const arena_statistics& a : arenas) {
-      char line[256];
-      std::snprintf(line, sizeof(line), "%-20s  %-11s  %5zu  %7zu  %s / %s\n", a.name.c_str(),
-                    detail::format_bytes(a.bytes).c_str(), a.slots, a.windows, a.largest_slot.c_str(),
-                    a.largest_branch.c_str());
-      text += line;
+      // Names go in whole, however long: only the figures between them are formatted to a width.
+      char figures[96];
+      std::snprintf(figures, sizeof(figures), "  %-11s  %5zu  %7zu  ", detail::format_bytes(a.bytes).c_str(), a.slots,
+                    a.windows);
+      text += a.name + std::string(a.name.size() < 20 ? 20 - a.name.size() : 0, ' ') + figures + a.largest_slot + " / " +
+              a.largest_branch + "\n";
     }
     text += std::string(reserved ? "reserved: " : "to reserve: ") + detail::format_bytes(reserved_bytes);
     if (upstream_bytes > 0) text += " (the upstream holds " + detail::format_bytes(upstream_bytes) + ")";

@@ -88,11 +88,13 @@ inline void check_same_outputs(const std::string& slot, const placed_branch& fir
 /// Valid while its arena_allocator stays reserved; reading it is lock-free and thread-safe.
 class branch_view {
  public:
-  /// @return the address of output part `index` (identical layout in every branch of the slot).
+  /// @return the address of output part `index` (identical layout in every branch of the slot): its first
+  /// storage, output_storage(index, 0); nullptr where that storage has zero bytes, as for every zero-byte
+  /// request in graphpool (a grouped part's other storages: output_storage()).
   /// @throws graphpool::error when the branch declared fewer output parts.
   [[nodiscard]] void* output(std::size_t index) const { return address(index, 0, true); }
 
-  /// @return the address of the branch's own saved part `index`.
+  /// @return the address of the branch's own saved part `index`: its first storage, as output() gives.
   /// @throws graphpool::error when the branch declared fewer saved parts.
   [[nodiscard]] void* saved(std::size_t index) const { return address(index, 0, false); }
 

@@ -19,10 +19,16 @@ namespace graphpool {
 /// memory from one may be returned to the other.
 class host_resource final {
  public:
-  /// @brief Allocates `bytes` of host memory aligned to `alignment`.
-  /// @throws graphpool::error for an alignment that is not a power of two, or when the host is out of memory.
+  /// @brief Allocates `bytes` of host memory aligned to `alignment` (0 bytes: a distinct non-null block, as
+  /// operator new gives).
+  /// @throws graphpool::error for an alignment that is not a power of two, or when the host is out of memory
+  /// (a size that overflows when rounded up to the alignment included).
   [[nodiscard]] void* allocate_sync(std::size_t bytes, std::size_t alignment = default_alignment) {
-    detail::check_alignment(alignment, "host_resource::allocate_sync of " + std::to_string(bytes) + " bytes");
+    const std::string what = "host_resource::allocate_sync of " + std::to_string(bytes) + " bytes";
+    detail::check_alignment(alignment, what);
+    // Aligned operator new may round the size up to the alignment (libstdc++ does): near SIZE_MAX that
+    // wraps to a tiny block, so such a size is refused here.
+    (void)detail::checked_align_up(bytes, alignment, what);
     try {
       return ::operator new(bytes == 0 ? 1 : bytes, std::align_val_t{alignment});
     } catch (const std::bad_alloc&) {
