@@ -90,10 +90,7 @@ template <class Choice>
   }
   p.chunks = detail::small_integer(doc.at("chunks", where), where + " chunks");
   p.slots = detail::small_integer(doc.at("slots", where), where + " slots");
-  if (p.chunks < 1 || p.chunks > schedule::max_chunks) {  // before anything is sized by it
-    throw error(where + ": " + std::to_string(p.chunks) + " chunk(s); a plan has 1 to " +
-                std::to_string(schedule::max_chunks));
-  }
+  detail::check_chunk_count(p.chunks, where);  // before anything is sized by it
   detail::read_figures(doc, p.saved, where);
   detail::read_figures(doc.at("grad", where), p.grad, where + " grad");
   p.arena_bytes = detail::sizes(doc.at("arena_bytes", where), where + " arena_bytes");

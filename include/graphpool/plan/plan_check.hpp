@@ -32,6 +32,14 @@ inline void check_in_arena(std::size_t offset, std::size_t bytes, std::size_t ar
   }
 }
 
+/// Throws unless a plan's chunk count is 1 to schedule::max_chunks; `where` starts the message.
+inline void check_chunk_count(int chunks, const std::string& where) {
+  if (chunks < 1 || chunks > schedule::max_chunks) {
+    throw error(where + ": " + std::to_string(chunks) + " chunk(s); a plan has 1 to " +
+                std::to_string(schedule::max_chunks));
+  }
+}
+
 }  // namespace detail
 
 /// @brief Throws unless the parts of `p` fit together, so that nothing reading it indexes out of range:
@@ -40,10 +48,7 @@ inline void check_in_arena(std::size_t offset, std::size_t bytes, std::size_t ar
 /// with layers, in order; every frame and gradient inside its arena; slot maps of one row per chunk, one
 /// entry per microbatch, each a slot the plan has. Messages start with `where` (e.g. "plan JSON").
 inline void check_structure(const plan& p, const std::string& where) {
-  if (p.chunks < 1 || p.chunks > schedule::max_chunks) {
-    throw error(where + ": " + std::to_string(p.chunks) + " chunk(s); a plan has 1 to " +
-                std::to_string(schedule::max_chunks));
-  }
+  detail::check_chunk_count(p.chunks, where);
   if (p.slots < 1 || static_cast<std::size_t>(p.chunks) * static_cast<std::size_t>(p.slots) > max_frames) {
     throw error(where + ": " + std::to_string(p.slots) + " slot(s) per chunk; a plan has at least 1 and at most " +
                 std::to_string(max_frames) + " (chunk, slot) pairs");
