@@ -58,6 +58,13 @@ TEST_CASE("bad orders are rejected naming the entry's index and value", "[schedu
   CHECK_THROWS_WITH(schedule::from_order({1, 1, 2, -1, -2}),
                     contains_text("chunk 0 (order id 1) has 2 forward(s) but 1 backward(s)"));
   CHECK_THROWS_WITH(schedule::from_order({}), contains_text("the order is empty"));
+  CHECK_THROWS_WITH(schedule::from_order({2, -2}, 0, "o"),
+                    contains_text("o: chunk 0 (order id 1) never runs, yet the largest id is 2; number the chunks from 1"));
+  CHECK_THROWS_WITH(schedule::from_order({1, -1}, 2),
+                    contains_text("chunk 1 (order id 2) never runs, yet the schedule has 2 chunks"));
+  CHECK_THROWS_WITH(schedule::parse_order("1,3,-3,-1"), contains_text("chunk 1 (order id 2) never runs"));
+  // Chunks may run different numbers of microbatches: the schedule's count is the most any runs.
+  CHECK(schedule::from_order({1, 2, -2, -1, 1, -1}).microbatches() == 2);
   CHECK_THROWS_WITH(schedule::parse_order("1,,-1x"), contains_text("entry 1 ('-1x') is not a number"));
   CHECK_THROWS_WITH(schedule::parse_order("1,nan,-1"), contains_text("entry 1 (nan) is fractional"));
   CHECK_THROWS_WITH(schedule::parse_order("1,1e9,-1"), contains_text("entry 1 (1e+09) names a chunk beyond 4096"));

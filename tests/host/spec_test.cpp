@@ -94,7 +94,7 @@ TEST_CASE("orders from the command line: no empty entry, every chunk runs", "[sp
   CHECK_THROWS_WITH(parse_order_spec(",1,-1"), contains_text("entry 0 is empty, before the first entry"));
   CHECK_THROWS_WITH(parse_order_spec("1,-1, "), contains_text("entry 2 is empty, after the last entry"));
   CHECK_THROWS_WITH(parse_order_spec("2,-2"),
-                    contains_text("--order '2,-2': chunk 0 (order id 1) never runs, yet the largest id is 2"));
+                    contains_text("--order 2,-2: chunk 0 (order id 1) never runs, yet the largest id is 2"));
   CHECK_THROWS_WITH(parse_order_spec("1,3,-3,-1"), contains_text("chunk 1 (order id 2) never runs"));
   CHECK_THROWS_WITH(parse_order_spec("1,1,-1"), contains_text("chunk 0 (order id 1) has 2 forward(s) but 1 backward(s)"));
 }

@@ -100,8 +100,11 @@ class schedule {
 
   /// @brief A schedule from an order of signed 1-based chunk ids.
   /// @param chunks the number of model chunks; 0 takes the largest id in the order.
+  /// Chunks may run different numbers of microbatches (the schedule's count is the most any runs), but
+  /// every chunk runs at least one: one that never runs would get frames and copies for nothing.
   /// @throws graphpool::error naming the entry's index and value for a zero or out-of-range id or a
-  /// backward with no pending forward, and naming the chunk when its forwards and backwards differ in number.
+  /// backward with no pending forward, and naming the chunk when its forwards and backwards differ in
+  /// number or it never runs ("2,-2": chunk 0 (order id 1) never runs).
   [[nodiscard]] static schedule from_order(const std::vector<int>& order, int chunks = 0, std::string name = "order") {
     std::vector<double> entries(order.begin(), order.end());
     return from_entries(entries, chunks, std::move(name));
@@ -161,6 +164,12 @@ class schedule {
       }
     }
     for (int c = 0; c < chunks; ++c) {
+      if (forwards[static_cast<std::size_t>(c)] == 0) {
+        throw error(result.name_ + ": " + chunk_name(c) + " never runs, yet " +
+                    (largest == chunks ? "the largest id is " + std::to_string(largest)
+                                       : "the schedule has " + std::to_string(chunks) + " chunks") +
+                    "; number the chunks from 1 without gaps");
+      }
       if (forwards[static_cast<std::size_t>(c)] != backwards[static_cast<std::size_t>(c)]) {
         throw error(result.name_ + ": " + chunk_name(c) + " has " +
                     std::to_string(forwards[static_cast<std::size_t>(c)]) + " forward(s) but " +

@@ -181,8 +181,8 @@ namespace detail {
 
 /// @brief Parses an explicit order as `--order` takes it: "1,1,-1,2,-2,-1" (commas and/or spaces) of
 /// Megatron-LM's signed 1-based chunk ids, stricter than schedule::parse_order: an empty entry (a
-/// trailing or doubled comma) is an error naming it, and so is a chunk below the largest id that
-/// never runs ("2,-2": chunk 0 would get frames but never run). Messages name chunks 0-based with
+/// trailing or doubled comma) is an error naming it (a chunk below the largest id that never runs is
+/// refused by the schedule itself, "2,-2": chunk 0 would get frames but never run). Messages name chunks 0-based with
 /// their order id: "chunk 0 (order id 1)".
 /// @throws graphpool::error naming the entry or the chunk, and as schedule::parse_order.
 [[nodiscard]] inline schedule parse_order_spec(std::string_view text) {
@@ -205,17 +205,7 @@ namespace detail {
       in_entry = !blank;
     }
   }
-  schedule order = schedule::parse_order(text, 0, "--order " + std::string(text));  // the planner quotes the name
-  std::vector<bool> runs(static_cast<std::size_t>(order.chunks()), false);
-  for (const event& e : order.events()) runs[static_cast<std::size_t>(e.chunk)] = true;
-  for (int c = 0; c < order.chunks(); ++c) {
-    if (!runs[static_cast<std::size_t>(c)]) {
-      throw error(what + ": chunk " + std::to_string(c) + " (order id " + std::to_string(c + 1) +
-                  ") never runs, yet the largest id is " + std::to_string(order.chunks()) +
-                  "; number the chunks from 1 without gaps");
-    }
-  }
-  return order;
+  return schedule::parse_order(text, 0, "--order " + std::string(text));  // the planner quotes the name
 }
 
 /// @brief Parses "NAME:SAVED[:GRAD]" (sizes as parse_frame_size takes them).
