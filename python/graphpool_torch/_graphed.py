@@ -48,7 +48,6 @@ class _Replay(torch.autograd.Function):
         owner._replay_forward(copy, inputs)
         ctx.owner, ctx.copy, ctx.claim = owner, copy, claim
         ctx.count = len(inputs)
-        ctx.leaves = {i: t for i, t in enumerate(inputs) if t.is_leaf and t.requires_grad}
         outputs = tuple(o.detach() for o in copy.static_outputs)
         ctx.mark_non_differentiable(*[o for o, wanted in zip(outputs, copy.output_requires_grad) if not wanted])
         return outputs
@@ -60,13 +59,14 @@ class _Replay(torch.autograd.Function):
         result = [None] * ctx.count
         for position, index in enumerate(copy.differentiable):
             grad = copy.static_grad_inputs[position]
-            if grad is None:
-                continue
-            leaf = ctx.leaves.get(index)
-            # A leaf whose .grad is still None would take the tensor itself (graph memory that the copy's
-            # next replay overwrites): hand it a copy. Otherwise autograd adds into the leaf's own .grad.
-            result[index] = grad.clone() if leaf is not None and leaf.grad is None else grad
-        ctx.leaves = None
+            if grad is None or not ctx.needs_input_grad[3 + index]:
+                continue  # (an argument whose sample needed a gradient but which does not: nothing to copy)
+            # The graph's gradients are in the scratch every window shares, which the next replay of any
+            # graph overwrites, and autograd need not use them before that: one backward over several
+            # microbatches replays their backward graphs before it adds up a parameter's gradients (or
+            # before an earlier chunk's backward reads its output's gradient). So each leaves as its own
+            # tensor; a leaf whose .grad is unset takes it as is, never graph memory.
+            result[index] = grad.clone()
         return (None, None, None, *result)
 
 
@@ -82,7 +82,9 @@ class GraphedVariants:
     Calls: ``graphed(*args, microbatch=m, variant=None, chunk=0)`` replays the copy the schedule's slot
     map gives microbatch m, of the variant named or the one whose sample arguments have the arguments'
     shapes and dtypes. Outputs keep their strides and stay valid until that copy's next replay (as with
-    torch.cuda.make_graphed_callables); a leaf's gradient (parameters included) is its own tensor.
+    torch.cuda.make_graphed_callables); the gradients a backward returns are their own tensors (copied out
+    of the graph's memory), so a leaf's .grad (parameters included) never is graph memory and one backward
+    may span several microbatches or chunks.
 
     Sample arguments are CUDA tensors whose shapes, dtypes and requires_grad match the real arguments'
     (an argument that needs a gradient its sample did not is refused). ``with GraphedVariants(...) as g:``

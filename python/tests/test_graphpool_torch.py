@@ -180,6 +180,47 @@ def test_gradients_accumulate_over_two_microbatches_in_flight_on_different_varia
         graphed.release()
 
 
+@pytest.mark.parametrize("pair", [("cp4", "cp4"), ("cp1", "cp8")])
+def test_one_backward_over_two_microbatches_in_flight_accumulates_right(pair):
+    # Both backward graphs replay before autograd adds a parameter's two gradients into its .grad (set
+    # already): the first one must not be the graph's scratch, which the second replay overwrites.
+    block = Block().cuda()
+    with GraphedVariants(block, samples(), in_flight=2) as graphed:
+        xs = [torch.randn(TOKENS[n], HIDDEN, device="cuda") for n in pair]
+        start = [torch.randn_like(p) for p in block.parameters()]
+        for p, g in zip(block.parameters(), start):
+            p.grad = g.clone()
+        (block(xs[0]).square().sum() + block(xs[1]).square().sum()).backward()
+        eager = grads_of(block)
+        for p, g in zip(block.parameters(), start):
+            p.grad = g.clone()
+        y0, y1 = graphed(xs[0], microbatch=0), graphed(xs[1], microbatch=1)
+        (y0.square().sum() + y1.square().sum()).backward()
+        for ours, theirs in zip(grads_of(block), eager):
+            assert torch.equal(ours, theirs), pair
+
+
+def test_one_backward_through_a_two_chunk_pipeline_is_right():
+    # Chunk 1's backward of microbatch 0 replays before chunk 0's backward of microbatch 1 reads the
+    # gradient chunk 1 returned for microbatch 1.
+    chunks = [Block().cuda(), Block().cuda()]
+    variants = {n: [(torch.randn(t, HIDDEN, device="cuda"),), (torch.randn(t, HIDDEN, device="cuda", requires_grad=True),)]
+                for n, t in list(TOKENS.items())[:2]}
+    with GraphedVariants(chunks, variants, schedules=["order=1,1,2,2,-2,-2,-1,-1"]) as graphed:
+        xs = [torch.randn(TOKENS["cp2"], HIDDEN, device="cuda") for _ in range(2)]
+        eager = [chunks[1](chunks[0](x)) for x in xs]
+        (eager[0].sum() + eager[1].sum()).backward()
+        expected = [grads_of(c) for c in chunks]
+        for c in chunks:
+            clear_grads(c)
+        hidden = [graphed(x, microbatch=m, chunk=0) for m, x in enumerate(xs)]
+        outs = [graphed(h, microbatch=m, chunk=1) for m, h in enumerate(hidden)]
+        (outs[0].sum() + outs[1].sum()).backward()
+        for c, grads in zip(chunks, expected):
+            for ours, theirs in zip(grads_of(c), grads):
+                assert torch.equal(ours, theirs)
+
+
 def test_the_guard_catches_a_replay_over_a_pending_backward(monkeypatch):
     monkeypatch.setenv("GRAPHPOOL_SLOT_DEBUG", "1")
     block = Block().cuda()
