@@ -225,8 +225,11 @@ class GraphedVariants:
                         f"{chunk} was captured from a sample that did not, so its backward computes none; capture with "
                         "sample arguments whose requires_grad matches the real ones")
         claim = None
-        if self.guard and torch.is_grad_enabled() and copy.backward_graph is not None:
-            claim = self._claim(chunk, slot, microbatch, branch)
+        if self.guard:
+            # Every forward replay overwrites the frame (under torch.no_grad too); only one whose backward
+            # will run holds it until then.
+            holds = torch.is_grad_enabled() and copy.backward_graph is not None
+            claim = self._claim(chunk, slot, microbatch, branch, holds)
         try:
             outputs = _Replay.apply(self, copy, claim, *args, *self._parameters[chunk])
         except BaseException:
@@ -235,10 +238,11 @@ class GraphedVariants:
             raise
         return outputs[0] if copy.single_output else outputs
 
-    def _claim(self, chunk: int, slot: int, microbatch: int, branch: int):
+    def _claim(self, chunk: int, slot: int, microbatch: int, branch: int, holds: bool = True):
         # A frame is held from its forward to its backward; a forward may not replay a frame that is held,
         # nor one whose planned pages overlap a held frame's (the plan shares them between frames it
-        # found never alive together: a runtime off its schedule would overwrite them).
+        # found never alive together: a runtime off its schedule would overwrite them). A forward with no
+        # backward to come (`holds` false) is checked the same way but holds nothing.
         start, size = self._ranges[chunk, slot]
         for (other_chunk, other_slot), (other_microbatch, other_branch) in self._claims.items():
             other_start, other_size = self._ranges[other_chunk, other_slot]
@@ -250,6 +254,8 @@ class GraphedVariants:
                     f"would replay {where}; microbatch {other_microbatch} ({self.variants[other_branch]}) of chunk "
                     f"{other_chunk} still needs that memory for its pending backward; run that backward first, or "
                     "capture with the schedules this step follows")
+        if not holds:
+            return None
         self._claims[chunk, slot] = (microbatch, branch)
         return (chunk, slot, microbatch, branch)
 

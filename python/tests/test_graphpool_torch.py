@@ -232,7 +232,12 @@ def test_the_guard_catches_a_replay_over_a_pending_backward(monkeypatch):
         with pytest.raises(GraphpoolError, match=r"microbatch 0 \(cp1\) would replay slot 0; microbatch 0 \(cp2\) "
                                                  r"of chunk 0 still needs that memory for its pending backward"):
             graphed(torch.randn(TOKENS["cp1"], HIDDEN, device="cuda"), microbatch=0)
+        with torch.no_grad():  # a forward without a backward to come overwrites the frame all the same
+            with pytest.raises(GraphpoolError, match=r"microbatch 0 \(cp1\) would replay slot 0; microbatch 0 \(cp2\)"):
+                graphed(torch.randn(TOKENS["cp1"], HIDDEN, device="cuda"), microbatch=0)
         pending.sum().backward()
+        with torch.no_grad():
+            graphed(x)  # nothing pending: allowed, and it holds nothing
         graphed(x).sum().backward()  # after the backward the slot is free again
     finally:
         graphed.release()
