@@ -171,10 +171,12 @@ class GraphedVariants:
 
     def begin_step(self, microbatches: int) -> None:
         """The schedule of `microbatches` microbatches runs next (its slot map places them)."""
+        self._check_alive()  # the process's plug-in may be another GraphedVariants' by now
         self._plugin.slot_of(microbatches, 0, 0)  # raises, naming the schedules planned, for an unknown count
         self._microbatches = microbatches
 
     def slot_of(self, chunk: int, microbatch: int) -> int:
+        self._check_alive()
         microbatches = self._microbatches
         if microbatches is None:
             microbatches = self._microbatches = self._plugin.first_microbatches()

@@ -344,8 +344,10 @@ def test_one_plugin_per_process_and_clear_errors():
             GraphedVariants(block, samples())
     finally:
         first.release()
-    with pytest.raises(GraphpoolError, match="the graphs were released"):
-        first(torch.randn(TOKENS["cp1"], HIDDEN, device="cuda"))
+    for call in (lambda: first(torch.randn(TOKENS["cp1"], HIDDEN, device="cuda")), lambda: first.begin_step(1),
+                 lambda: first.slot_of(0, 0), first.memory):
+        with pytest.raises(GraphpoolError, match="the graphs were released"):
+            call()
     with pytest.raises(GraphpoolError, match="sample argument 0 of variant 'a', chunk 0, is int"):
         GraphedVariants(block, {"a": (3,)})
     with pytest.raises(GraphpoolError, match="several chunks need their pipeline schedules"):
