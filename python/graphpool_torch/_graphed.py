@@ -126,6 +126,8 @@ class GraphedVariants:
         self._parameters = [[p for p in m.parameters() if p.requires_grad] for m in modules]
         self._copies = {}
         self._released = False
+        # A failed capture puts the RNG state back as it was before this call: the warm-ups draw from it too.
+        rng_states = torch.get_rng_state(), torch.cuda.get_rng_state(self.device)
         self._plugin = Plugin(self.device, self.variants, list(schedules), window_capacity)
         try:
             if self._plugin.chunks != len(modules):
@@ -145,6 +147,8 @@ class GraphedVariants:
             self.capture_seconds = time.perf_counter() - start
         except BaseException:
             self.release()
+            torch.set_rng_state(rng_states[0])
+            torch.cuda.set_rng_state(rng_states[1], self.device)
             raise
 
     # -- set-up -------------------------------------------------------------------------------------

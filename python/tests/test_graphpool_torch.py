@@ -295,6 +295,25 @@ def test_a_failed_capture_leaves_pytorch_as_it_was(how):
         graphed.release()
 
 
+class DropsAndFails(FailsUnderCapture):
+    """Draws from the CUDA generator in every run (the warm-ups too), and raises inside cp4's capture."""
+
+    def forward(self, x):
+        return F.dropout(super().forward(x), 0.1, training=True)
+
+
+def test_a_failed_capture_puts_back_the_rng_state_of_before_the_call():
+    module = DropsAndFails("raise").cuda()
+    inputs = samples()
+    cpu_rng, cuda_rng = torch.get_rng_state(), torch.cuda.get_rng_state()
+    with pytest.raises(ValueError, match="planted failure"):
+        GraphedVariants(module, inputs)
+    assert torch.equal(torch.get_rng_state(), cpu_rng) and torch.equal(torch.cuda.get_rng_state(), cuda_rng)
+    torch.rand(4, device="cuda")
+    module.how = "none"
+    GraphedVariants(module, inputs).release()
+
+
 # Tests that count memory going back. compute-sanitizer keeps the Python frames it records for its
 # backtraces alive, and the tensors they refer to with them: the memcheck run leaves these tests out, the
 # plain run (CTest's torch_tests) makes them.
