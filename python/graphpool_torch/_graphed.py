@@ -82,7 +82,9 @@ class GraphedVariants:
     Calls: ``graphed(*args, microbatch=m, variant=None, chunk=0)`` replays the copy the schedule's slot
     map gives microbatch m, of the variant named or the one whose sample arguments have the arguments'
     shapes and dtypes. Outputs keep their strides and stay valid until that copy's next replay (as with
-    torch.cuda.make_graphed_callables); the gradients a backward returns are their own tensors (copied out
+    torch.cuda.make_graphed_callables) or, once its backward has run, the next forward of a frame whose
+    planned pages overlap its own (the plan shares pages between frames the schedules never hold at
+    once: none with ``in_flight``); the gradients a backward returns are their own tensors (copied out
     of the graph's memory), so a leaf's .grad (parameters included) never is graph memory and one backward
     may span several microbatches or chunks.
 
