@@ -25,6 +25,14 @@ def in_flight_schedule(depth: int) -> str:
     return "order=" + ",".join(["1"] * depth + ["-1"] * depth)
 
 
+def _whole_number(value, what: str) -> int:
+    """`value` as an int; a float, bool or string (which ctypes would refuse with its own error) raises
+    GraphpoolError naming the argument."""
+    if isinstance(value, bool) or not hasattr(value, "__index__"):
+        raise GraphpoolError(f"graphpool_torch: {what} must be an int, not {type(value).__name__} {value!r}")
+    return value.__index__()
+
+
 def _signature(args: tuple) -> tuple:
     return tuple((tuple(a.shape), a.dtype) if isinstance(a, torch.Tensor) else ("object", type(a).__name__) for a in args)
 
@@ -178,11 +186,13 @@ class GraphedVariants:
     def begin_step(self, microbatches: int) -> None:
         """The schedule of `microbatches` microbatches runs next (its slot map places them)."""
         self._check_alive()  # the process's plug-in may be another GraphedVariants' by now
+        microbatches = _whole_number(microbatches, "begin_step's microbatches")
         self._plugin.slot_of(microbatches, 0, 0)  # raises, naming the schedules planned, for an unknown count
         self._microbatches = microbatches
 
     def slot_of(self, chunk: int, microbatch: int) -> int:
         self._check_alive()
+        chunk, microbatch = _whole_number(chunk, "chunk="), _whole_number(microbatch, "microbatch=")
         microbatches = self._microbatches
         if microbatches is None:
             microbatches = self._microbatches = self._plugin.first_microbatches()
@@ -211,6 +221,7 @@ class GraphedVariants:
 
     def __call__(self, *args, microbatch: int = 0, variant: str | None = None, chunk: int = 0):
         self._check_alive()
+        chunk, microbatch = _whole_number(chunk, "chunk="), _whole_number(microbatch, "microbatch=")
         if not 0 <= chunk < len(self._modules):
             raise GraphpoolError(f"graphpool_torch: chunk {chunk} is out of range; there are {len(self._modules)}")
         if variant is None:

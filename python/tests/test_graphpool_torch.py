@@ -83,6 +83,12 @@ def test_an_argument_needing_a_gradient_its_sample_did_not_is_refused():
             graphed(x)
         with pytest.raises(GraphpoolError, match=r"microbatch 1 is out of range.*call begin_step\(M\)"):
             graphed(x.detach(), microbatch=1)
+        with pytest.raises(GraphpoolError, match=r"microbatch= must be an int, not float 0\.0"):
+            graphed(x.detach(), microbatch=0.0)
+        with pytest.raises(GraphpoolError, match=r"chunk= must be an int, not str '0'"):
+            graphed(x.detach(), chunk="0")
+        with pytest.raises(GraphpoolError, match=r"begin_step's microbatches must be an int, not float 1\.0"):
+            graphed.begin_step(1.0)
 
 
 def test_same_shapes_need_a_variant_name():
