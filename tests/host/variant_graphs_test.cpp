@@ -602,3 +602,21 @@ TEST_CASE("variant_graphs: bad models, missing bodies and reads of parts not pla
   CHECK_THROWS_WITH(plan::from_json("{\"mode\": \"offsets\", \"chunks\": -1}"),
                     contains_text("plan JSON chunks: expected a non-negative integer, found -1"));
 }
+
+TEST_CASE("variant_graphs: a measure that throws keeps the earlier bodies and measurement; after reserve() the "
+          "graphs still capture",
+          "[variant_graphs][audit]") {
+  host_resource host;
+  graphs_type graphs(host, {"a", "b"});
+  auto saving = [](std::size_t bytes) { return [bytes](frame& f) { static_cast<void>(f.allocate_saved(bytes)); }; };
+  graphs.capture(stream, saving(4096), [](frame&) {});
+  CHECK_THROWS_WITH(graphs.measure(stream, [](frame&) { throw std::runtime_error("bad body"); }, [](frame&) {}),
+                    contains_text("failed: bad body; the capture was rolled back"));
+  graphs.capture(stream);  // the earlier bodies and measurement
+  CHECK(graphs.graphs() == 4);
+  CHECK_THROWS_WITH(graphs.measure(stream, saving(8192), [](frame&) {}),
+                    contains_text("persistent requests changed since reserve()"));
+  graphs.capture(stream);  // still the earlier bodies, which fit the reservation
+  graphs.capture(stream, saving(4096), [](frame&) {});
+  CHECK(graphs.graphs() == 4);
+}

@@ -44,24 +44,33 @@ class body_captures final {
 
   /// @brief Keeps `forward` and `backward` and runs each chunk's, every branch, in a throw-away capture
   /// on `stream`: layers in order forward, then in reverse backward, each layer's persistent requests
-  /// recorded in `measured` ([chunk][layer][branch], laid out by empty_measurement()).
-  void measure(cudaStream_t stream, body forward, body backward, measurement& measured) {
-    forward_ = std::move(forward);
-    backward_ = std::move(backward);
-    for (std::uint32_t c = 0; c < measured.size(); ++c) {
-      for (std::uint32_t b = 0; b < model_.branches.size(); ++b) {
-        std::vector<measured_layer*> layers;
-        for (auto& per_branch : measured[c]) layers.push_back(&per_branch[b]);
-        run_capture(stream, "chunk " + std::to_string(c) + " (measuring)", branch_id{b}, [&](Session& session) {
-          measuring_memory<Session> memory(session, layers);
-          for (std::uint32_t l = 0; l < layers.size(); ++l) {
-            run_body(graph_phase::forward, session, memory, chunk_id{c}, slot_id{0}, layer_id{l}, branch_id{b}, true);
-          }
-          for (auto l = static_cast<std::uint32_t>(layers.size()); l-- > 0;) {
-            run_body(graph_phase::backward, session, memory, chunk_id{c}, slot_id{0}, layer_id{l}, branch_id{b}, true);
-          }
-        });
+  /// recorded in `measured` ([chunk][layer][branch], laid out by empty_measurement()); then `accept()`,
+  /// which may throw. When a capture or `accept()` throws, the earlier bodies are kept.
+  template <class Accept>
+  void measure(cudaStream_t stream, body forward, body backward, measurement& measured, Accept&& accept) {
+    body earlier_forward = std::exchange(forward_, std::move(forward));
+    body earlier_backward = std::exchange(backward_, std::move(backward));
+    try {
+      for (std::uint32_t c = 0; c < measured.size(); ++c) {
+        for (std::uint32_t b = 0; b < model_.branches.size(); ++b) {
+          std::vector<measured_layer*> layers;
+          for (auto& per_branch : measured[c]) layers.push_back(&per_branch[b]);
+          run_capture(stream, "chunk " + std::to_string(c) + " (measuring)", branch_id{b}, [&](Session& session) {
+            measuring_memory<Session> memory(session, layers);
+            for (std::uint32_t l = 0; l < layers.size(); ++l) {
+              run_body(graph_phase::forward, session, memory, chunk_id{c}, slot_id{0}, layer_id{l}, branch_id{b}, true);
+            }
+            for (auto l = static_cast<std::uint32_t>(layers.size()); l-- > 0;) {
+              run_body(graph_phase::backward, session, memory, chunk_id{c}, slot_id{0}, layer_id{l}, branch_id{b}, true);
+            }
+          });
+        }
       }
+      accept();
+    } catch (...) {
+      forward_ = std::move(earlier_forward);
+      backward_ = std::move(earlier_backward);
+      throw;
     }
   }
 

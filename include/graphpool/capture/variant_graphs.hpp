@@ -90,18 +90,18 @@ class variant_graphs final {
   /// chunk once in a throw-away capture on `stream`, recording each layer's persistent requests.
   /// The bodies are kept for capture(). Measuring again after reserve() must find the same requests
   /// (the memory was laid out for them). @throws graphpool::error naming the chunk, branch and cause,
-  /// or when the requests changed since reserve() (call release() and plan again).
+  /// or when the requests changed since reserve() (call release() and plan again); the earlier bodies
+  /// and measurement are kept then.
   void measure(cudaStream_t stream, body forward, body backward) {
-    const detail::measurement reserved_for = reserved() ? measurement_ : detail::measurement{};
-    measurement_ = detail::empty_measurement(model_);
-    measured_ = false;
-    captures_.measure(stream, std::move(forward), std::move(backward), measurement_);
+    detail::measurement fresh = detail::empty_measurement(model_);
+    captures_.measure(stream, std::move(forward), std::move(backward), fresh, [&] {
+      if (reserved() && !detail::same_requests(measurement_, fresh)) {
+        throw error("variant_graphs::measure: the bodies' persistent requests changed since reserve(), which laid the "
+                    "memory out for the earlier ones; call release() and plan again");
+      }
+    });
+    measurement_ = std::move(fresh);
     measured_ = true;
-    if (reserved() && !detail::same_requests(reserved_for, measurement_)) {
-      measurement_ = reserved_for;
-      throw error("variant_graphs::measure: the bodies' persistent requests changed since reserve(), which laid the "
-                  "memory out for the earlier ones; call release() and plan again");
-    }
   }
 
   /// @brief Plans the measured sizes over the model's schedules, in process.
