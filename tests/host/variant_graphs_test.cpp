@@ -620,3 +620,23 @@ TEST_CASE("variant_graphs: a measure that throws keeps the earlier bodies and me
   graphs.capture(stream, saving(4096), [](frame&) {});
   CHECK(graphs.graphs() == 4);
 }
+
+TEST_CASE("variant_graphs: measuring again before reserve() makes reserve() check the plan against the new "
+          "requests",
+          "[variant_graphs][audit]") {
+  host_resource host;
+  graphs_type graphs(host, {"a", "b"});
+  auto saving = [](std::size_t bytes) { return [bytes](frame& f) { static_cast<void>(f.allocate_saved(bytes)); }; };
+  graphs.measure(stream, saving(4096), [](frame&) {});
+  graphs.make_plan();
+  graphs.reserve();
+  graphs.capture(stream);
+  graphs.release();
+  graphs.measure(stream, saving(1 << 20), [](frame&) {});  // larger than the plan's frame
+  CHECK_THROWS_WITH(graphs.reserve(), contains_text("holds 4096 bytes but branch 'a' requests 1048576 bytes"));
+  CHECK_FALSE(graphs.reserved());
+  graphs.make_plan();
+  graphs.reserve();
+  graphs.capture(stream);
+  CHECK(graphs.arenas().view(slot_id{0}, branch_id{0}).bytes() >= (1u << 20));
+}

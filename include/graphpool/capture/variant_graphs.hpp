@@ -89,9 +89,10 @@ class variant_graphs final {
   /// @brief Runs every branch's forward (layers in order) then backward (layers in reverse) of each
   /// chunk once in a throw-away capture on `stream`, recording each layer's persistent requests.
   /// The bodies are kept for capture(). Measuring again after reserve() must find the same requests
-  /// (the memory was laid out for them). @throws graphpool::error naming the chunk, branch and cause,
-  /// or when the requests changed since reserve() (call release() and plan again); the earlier bodies
-  /// and measurement are kept then.
+  /// (the memory was laid out for them); measuring again before it makes reserve() check the plan
+  /// against the new requests. @throws graphpool::error naming the chunk, branch and cause, or when the
+  /// requests changed since reserve() (call release() and plan again); the earlier bodies and
+  /// measurement are kept then.
   void measure(cudaStream_t stream, body forward, body backward) {
     detail::measurement fresh = detail::empty_measurement(model_);
     captures_.measure(stream, std::move(forward), std::move(backward), fresh, [&] {
@@ -102,6 +103,7 @@ class variant_graphs final {
     });
     measurement_ = std::move(fresh);
     measured_ = true;
+    if (!reserved()) arenas_.reset();  // declared for the earlier requests: reserve() checks the plan and declares anew
   }
 
   /// @brief Plans the measured sizes over the model's schedules, in process.
