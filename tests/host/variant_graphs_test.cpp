@@ -640,3 +640,29 @@ TEST_CASE("variant_graphs: measuring again before reserve() makes reserve() chec
   graphs.capture(stream);
   CHECK(graphs.arenas().view(slot_id{0}, branch_id{0}).bytes() >= (1u << 20));
 }
+
+TEST_CASE("variant_graphs: capture(stream, forward, backward) keeps a plan given with use_plan() when it throws, "
+          "and plans again where none was given",
+          "[variant_graphs][audit]") {
+  host_resource host;
+  auto saving = [](std::size_t bytes) { return [bytes](frame& f) { static_cast<void>(f.allocate_saved(bytes)); }; };
+  graphs_type planner(host, {"a", "b"});
+  planner.measure(stream, saving(4096), [](frame&) {});
+  const plan::plan given = planner.make_plan();
+  graphs_type graphs(host, {"a", "b"});
+  graphs.use_plan(given);
+  CHECK_THROWS_WITH(graphs.capture(stream, [](frame&) { throw std::runtime_error("bad body"); }, [](frame&) {}),
+                    contains_text("bad body"));
+  CHECK(graphs.plan().frames.size() == given.frames.size());
+  graphs.capture(stream, saving(4096), [](frame&) {});
+  CHECK(graphs.graphs() == 4);
+  graphs.release();
+  // The given plan stays given: a body larger than it is refused, naming the frame.
+  CHECK_THROWS_WITH(graphs.capture(stream, saving(1 << 20), [](frame&) {}), contains_text("holds 4096 bytes"));
+  // Without use_plan(), each capture(stream, forward, backward) plans from its own measurement.
+  graphs_type own(host, {"a", "b"});
+  own.capture(stream, saving(4096), [](frame&) {});
+  own.release();
+  own.capture(stream, saving(1 << 20), [](frame&) {});
+  CHECK(own.graphs() == 4);
+}

@@ -113,8 +113,7 @@ class variant_graphs final {
     plan::problem problem = detail::planning_problem(model_, measurement_);
     problem.rule = options_.rule;
     problem.max_copies = options_.max_copies;
-    plan::plan planned = plan::make_plan(problem, options_.mode);
-    use_plan(std::move(planned));
+    adopt(plan::make_plan(problem, options_.mode), false);
     return plan_.value();
   }
 
@@ -124,14 +123,7 @@ class variant_graphs final {
   /// bytes (plan::check_replay), and every frame must hold what each branch requests.
   /// @throws graphpool::error when reserved, or naming the schedule and frames, or the frame and
   /// branch, that do not fit.
-  void use_plan(plan::plan planned) {
-    require(!reserved(), "use_plan", "call release() first to change the plan");
-    if (measured_) detail::check_plan(planned, model_, measurement_);
-    arenas_.reset();  // a new plan, new declarations
-    frames_.forget();  // no frame points into the plan replaced next, even if use() throws
-    plan_ = std::move(planned);
-    frames_.use(plan_.value());
-  }
+  void use_plan(plan::plan planned) { adopt(std::move(planned), true); }
 
   /// @brief Takes the plan's memory from the upstream in one request: the saved-tensor frames at their
   /// planned arenas and offsets, and the returned gradients.
@@ -161,16 +153,12 @@ class variant_graphs final {
   }
 
   /// @brief measure(), make_plan() (unless a plan was given with use_plan()), reserve(), capture().
+  /// A plan given with use_plan() stays given when this throws.
   void capture(cudaStream_t stream, body forward, body backward) {
-    std::optional<plan::plan> given = reserved() ? std::nullopt : std::move(plan_);
     measure(stream, std::move(forward), std::move(backward));
     if (!reserved()) {
-      if (given.has_value()) {
-        use_plan(std::move(*given));
-      } else {
-        make_plan();
-      }
-      reserve();
+      if (!plan_given_) make_plan();
+      reserve();  // checks a given plan against the measurement
     }
     capture(stream);
   }
@@ -283,6 +271,18 @@ class variant_graphs final {
     streams_.note(stream);
   }
 
+  // Takes `planned` as the plan; `given`: from use_plan() (kept by capture(stream, forward, backward)),
+  // not from make_plan() (made again there from each measurement).
+  void adopt(plan::plan planned, bool given) {
+    require(!reserved(), given ? "use_plan" : "make_plan", "call release() first to change the plan");
+    if (measured_) detail::check_plan(planned, model_, measurement_);
+    arenas_.reset();  // a new plan, new declarations
+    frames_.forget();  // no frame points into the plan replaced next, even if use() throws
+    plan_ = std::move(planned);
+    plan_given_ = given;
+    frames_.use(plan_.value());
+  }
+
   static void require(bool ok, const std::string& call, const std::string& fix) {
     if (!ok) throw error("variant_graphs::" + call + ": not ready; " + fix);
   }
@@ -297,6 +297,7 @@ class variant_graphs final {
   detail::measurement measurement_;  // [chunk][layer][branch]
   bool measured_ = false;
   std::optional<plan::plan> plan_;
+  bool plan_given_ = false;  // plan_ came from use_plan(), not make_plan()
   detail::microbatch_frames frames_;      // the frame of each launch: the step's slot map, ids checked
   std::vector<executable> executables_;   // [(frame * branches + branch) * 2 + phase]
   std::size_t launches_ = 0;
