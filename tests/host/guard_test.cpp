@@ -1,6 +1,7 @@
 // The slot guard's state machine on its own (variant_graphs_test.cpp drives it through real launches).
 
 #include <cstdlib>
+#include <stdexcept>
 #include <string>
 #include <utility>
 
@@ -75,4 +76,19 @@ TEST_CASE("GRAPHPOOL_SLOT_DEBUG asks for the guard when set to anything but empt
   }
   REQUIRE(unsetenv("GRAPHPOOL_SLOT_DEBUG") == 0);
   CHECK_FALSE(slot_debug_requested());
+}
+
+TEST_CASE("a failed re-launch of a live frame's forward keeps the claim of the forward that ran", "[guard][audit]") {
+  slot_guard guard(true);
+  const frame_label a = label(0, 0, 0, 0);
+  guard.guarded_forward(a, {arena_id{0}, 0, 8}, [] {});
+  CHECK_THROWS_WITH(guard.guarded_forward(a, {arena_id{0}, 0, 8}, [] { throw std::runtime_error("launch failed"); }),
+                    contains_text("launch failed"));
+  CHECK(guard.live() == 1);
+  CHECK_THROWS_WITH(guard.claim(label(0, 1, 0, 0), {arena_id{0}, 4, 8}), contains_text("would overwrite"));
+  guard.guarded_backward(a, [] {});
+  CHECK(guard.live() == 0);
+  // A first forward whose launch fails still holds nothing.
+  CHECK_THROWS(guard.guarded_forward(a, {arena_id{0}, 0, 8}, [] { throw std::runtime_error("launch failed"); }));
+  CHECK(guard.live() == 0);
 }

@@ -80,15 +80,17 @@ class slot_guard final {
 
   /// @brief `frame` takes `range` (its forward is being enqueued). Claiming a frame that is already
   /// live with the same range does nothing (a re-launch of its forward).
+  /// @return true when the claim is new, false for a frame already live (or a disabled guard).
   /// @throws graphpool::error as check_claim(); nothing is claimed then.
-  void claim(const frame_label& frame, const memory_range& range) {
-    if (!enabled_) return;
+  bool claim(const frame_label& frame, const memory_range& range) {
+    if (!enabled_) return false;
     std::lock_guard<std::mutex> lock(mutex_);
     check_claim_locked(frame, range);
     for (const live_frame& l : live_) {
-      if (l.frame == frame) return;
+      if (l.frame == frame) return false;
     }
     live_.push_back({frame, range});
+    return true;
   }
 
   /// @brief Refuses a backward of `frame` whose forward is not live.
@@ -120,14 +122,15 @@ class slot_guard final {
   }
 
   /// @brief claim(), then `launch()` (the enqueue of `frame`'s forward over `range`); when the launch
-  /// throws, unclaim() before rethrowing. A forward refused or failed holds nothing.
+  /// throws, unclaim() before rethrowing. A forward refused or failed holds nothing; a failed re-launch
+  /// of a live frame's forward keeps the claim of the forward that ran.
   template <class Launch>
   void guarded_forward(const frame_label& frame, const memory_range& range, Launch&& launch) {
-    claim(frame, range);
+    const bool claimed = claim(frame, range);
     try {
       launch();
     } catch (...) {
-      unclaim(frame);
+      if (claimed) unclaim(frame);
       throw;
     }
   }
