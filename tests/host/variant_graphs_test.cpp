@@ -666,3 +666,17 @@ TEST_CASE("variant_graphs: capture(stream, forward, backward) keeps a plan given
   own.capture(stream, saving(1 << 20), [](frame&) {});
   CHECK(own.graphs() == 4);
 }
+
+TEST_CASE("variant_graphs: the guard names the frame holding the bytes of a backward whose forward never ran",
+          "[variant_graphs][audit]") {
+  host_resource host;
+  variant_options options;
+  options.guard = true;
+  graphs_type graphs(host, {"cp1", "cp2"}, options);
+  graphs.capture(stream, [](frame& f) { static_cast<void>(f.allocate_saved(4096)); }, [](frame&) {});
+  graphs.forward(0, graphs.branch("cp1"), stream);
+  CHECK_THROWS_WITH(graphs.backward(0, graphs.branch("cp2"), stream),
+                    contains_text("are held by chunk 0 microbatch 0 layer 0 (branch cp1)"));
+  graphs.backward(0, graphs.branch("cp1"), stream);
+  CHECK(graphs.guard().live() == 0);
+}

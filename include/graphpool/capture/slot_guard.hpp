@@ -94,11 +94,18 @@ class slot_guard final {
   }
 
   /// @brief Refuses a backward of `frame` whose forward is not live.
-  /// @throws graphpool::error naming the frame, and what is live at its bytes when something is.
+  /// @throws graphpool::error naming the frame, and, given the frame's `range`, the live frame that
+  /// holds those bytes when one does.
   void check_release(const frame_label& frame) const {
     if (!enabled_) return;
     std::lock_guard<std::mutex> lock(mutex_);
-    static_cast<void>(live_index(frame));
+    static_cast<void>(live_index(frame, nullptr));
+  }
+  /// @brief check_release() of a frame over `range`, naming what holds its bytes.
+  void check_release(const frame_label& frame, const memory_range& range) const {
+    if (!enabled_) return;
+    std::lock_guard<std::mutex> lock(mutex_);
+    static_cast<void>(live_index(frame, &range));
   }
 
   /// @brief `frame` gives its bytes back (its backward was enqueued).
@@ -106,7 +113,7 @@ class slot_guard final {
   void release(const frame_label& frame) {
     if (!enabled_) return;
     std::lock_guard<std::mutex> lock(mutex_);
-    live_.erase(live_.begin() + static_cast<std::ptrdiff_t>(live_index(frame)));
+    live_.erase(live_.begin() + static_cast<std::ptrdiff_t>(live_index(frame, nullptr)));
   }
 
   /// @brief Forgets `frame`'s claim without checks (its forward's launch failed); never throws.
@@ -142,6 +149,13 @@ class slot_guard final {
     launch();
     release(frame);
   }
+  /// @brief guarded_backward() of a frame over `range`: a refusal names the live frame holding its bytes.
+  template <class Launch>
+  void guarded_backward(const frame_label& frame, const memory_range& range, Launch&& launch) {
+    check_release(frame, range);
+    launch();
+    release(frame);
+  }
 
   /// @return how many frames are live now.
   [[nodiscard]] std::size_t live() const {
@@ -169,14 +183,24 @@ class slot_guard final {
     memory_range range;
   };
 
-  // The index of `frame` among the live frames; throws when its forward is not live.
-  [[nodiscard]] std::size_t live_index(const frame_label& frame) const {
+  // The index of `frame` among the live frames; throws when its forward is not live, naming the live
+  // frame that holds `range` (the frame's bytes) when one is given and one does.
+  [[nodiscard]] std::size_t live_index(const frame_label& frame, const memory_range* range) const {
     for (std::size_t i = 0; i < live_.size(); ++i) {
       if (live_[i].frame == frame) return i;
     }
+    std::string holder;
+    if (range != nullptr) {
+      for (const live_frame& l : live_) {
+        if (l.range.overlaps(*range)) {
+          holder = "; its bytes (" + describe_range(*range) + ") are held by " + describe(l.frame);
+          break;
+        }
+      }
+    }
     throw error("slot guard: the backward of " + describe(frame) +
-                " has no live forward: it never ran, or its backward already did; run each backward once, "
-                "after its own forward");
+                " has no live forward: it never ran, or its backward already did" + holder +
+                "; run each backward once, after its own forward");
   }
 
   void check_claim_locked(const frame_label& frame, const memory_range& range) const {

@@ -260,12 +260,14 @@ class variant_graphs final {
     const frame_label label{chunk, microbatch, layer, branch};
     if (!guard_.enabled()) {
       graph.launch(stream);
-    } else if (phase == graph_phase::backward) {
-      guard_.guarded_backward(label, [&] { graph.launch(stream); });
     } else {
       const plan::planned_frame& f = plan_->frames[frame];
       const memory_range range{arena_id{static_cast<std::uint32_t>(f.arena)}, f.offset, f.bytes};
-      guard_.guarded_forward(label, range, [&] { graph.launch(stream); });
+      if (phase == graph_phase::backward) {
+        guard_.guarded_backward(label, range, [&] { graph.launch(stream); });
+      } else {
+        guard_.guarded_forward(label, range, [&] { graph.launch(stream); });
+      }
     }
     ++launches_;
     streams_.note(stream);
