@@ -102,8 +102,13 @@ graphpool_status graphpool_torch_create(int device, const char* const* branches,
     if (the_plugin) throw graphpool::error("graphpool_torch_create: a plug-in exists already; call graphpool_torch_destroy first");
     std::vector<std::string> names = strings(branches, branch_count, "branches");
     // Bad input is named before the device is asked.
+    graphpool::bindings::check_branch_names(names);
     std::vector<graphpool::plan::schedule> parsed =
         graphpool::bindings::parse_schedules(strings(schedules, schedule_count, "schedules"));
+    if (device < 0) {
+      throw graphpool::error("graphpool_torch_create: device " + std::to_string(device) + " does not exist (devices are "
+                             "numbered from 0)");
+    }
     int devices = 0;
     GRAPHPOOL_CUDA_TRY(cudaGetDeviceCount(&devices), "graphpool_torch_create: counting devices");
     if (device < 0 || device >= devices) {

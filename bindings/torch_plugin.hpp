@@ -37,6 +37,17 @@ namespace graphpool::bindings {
   return schedules;
 }
 
+/// @brief Throws naming the fault unless `branches` holds at least one name, none empty, none twice.
+inline void check_branch_names(const std::vector<std::string>& branches) {
+  if (branches.empty()) throw error("no branch given: give at least one variant name");
+  for (std::size_t i = 0; i < branches.size(); ++i) {
+    if (branches[i].empty()) throw error("branch " + std::to_string(i) + " has an empty name");
+    for (std::size_t j = 0; j < i; ++j) {
+      if (branches[j] == branches[i]) throw error("branch name '" + branches[i] + "' is given twice");
+    }
+  }
+}
+
 template <class Arena>
 class torch_plugin {
  public:
@@ -121,13 +132,7 @@ class torch_plugin {
  private:
   // The slots and slot maps depend on the schedules alone: plan them with one byte per frame.
   static plan::plan shape_of(const std::vector<plan::schedule>& schedules, const std::vector<std::string>& branches) {
-    if (branches.empty()) throw error("no branch given: give at least one variant name");
-    for (std::size_t i = 0; i < branches.size(); ++i) {
-      if (branches[i].empty()) throw error("branch " + std::to_string(i) + " has an empty name");
-      for (std::size_t j = 0; j < i; ++j) {
-        if (branches[j] == branches[i]) throw error("branch name '" + branches[i] + "' is given twice");
-      }
-    }
+    check_branch_names(branches);
     plan::problem p;
     p.schedules = schedules;
     p.layers_per_chunk = {1};

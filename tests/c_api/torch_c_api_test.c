@@ -46,6 +46,12 @@ int main(int argc, char** argv) {
   CHECK(graphpool_torch_create(0, branches, 2, bad, 1, 0) == GRAPHPOOL_ERROR &&
         said("pp, rank and microbatches are required"));
   CHECK(graphpool_torch_create(0, branches, 2, NULL, 0, 0) == GRAPHPOOL_ERROR && said("no schedule given"));
+  const char* twice[] = {"cp1", "cp1"};
+  const char* unnamed[] = {"cp1", ""};
+  CHECK(graphpool_torch_create(0, twice, 2, in_flight, 1, 0) == GRAPHPOOL_ERROR && said("branch name 'cp1' is given twice"));
+  CHECK(graphpool_torch_create(0, unnamed, 2, in_flight, 1, 0) == GRAPHPOOL_ERROR && said("branch 1 has an empty name"));
+  CHECK(graphpool_torch_create(0, branches, 0, in_flight, 1, 0) == GRAPHPOOL_ERROR && said("no branch given"));
+  CHECK(graphpool_torch_create(-1, branches, 2, in_flight, 1, 0) == GRAPHPOOL_ERROR && said("device -1 does not exist"));
   if (failures == 0) printf("torch C API: the checks without a plug-in passed\n");
   return failures == 0 ? 0 : 1;
 }
