@@ -4,6 +4,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "catch.hpp"
@@ -123,4 +124,29 @@ TEST_CASE("a window branch names a window the arena does not have", "[gpu][captu
                     contains_text("capture of slot 'attn' branch 'cp2': shared_window_arena: 8.00 MiB asked of a "
                                   "window of 4.00 MiB"));
   session.abort();
+}
+
+TEST_CASE("a transient or window request whose size overflows when padded or placed is refused, naming it",
+          "[gpu][capture][errors]") {
+  no_persistent_memory none;
+  stream_guard s;
+  {
+    capture_session session(s.stream, none, "attn", "cp2");
+    // bytes + (4096 - 256) wraps past SIZE_MAX: once a node of a few KiB was added and handed out as the whole request.
+    CHECK_THROWS_WITH(session.allocate_transient(SIZE_MAX - 1000, 4096),
+                      contains_text("capture of slot 'attn' branch 'cp2': transient request of " +
+                                    std::to_string(SIZE_MAX - 1000) + " bytes at alignment 4096 overflows"));
+    CHECK(session.report().transient_allocations == 0);
+    session.abort();
+  }
+  shared_physical_resource vmm;
+  auto arena = vmm.make_arena(2, 4 * MiB);
+  window_branch branch(*arena, 0);
+  capture_session session(s.stream, branch, "attn", "cp4");
+  CHECK(session.allocate_persistent(4096, 256, persistent_kind::saved) != nullptr);
+  CHECK_THROWS_WITH(session.allocate_persistent(SIZE_MAX - 100, 256, persistent_kind::saved),
+                    contains_text("capture of slot 'attn' branch 'cp4': persistent request of " +
+                                  std::to_string(SIZE_MAX - 100) + " bytes after 4096 bytes of window 0 overflows"));
+  session.abort();
+  CHECK_FALSE(stream_is_capturing(s.stream));
 }

@@ -92,7 +92,12 @@ class capture_session final {
     if (bytes == 0) return nullptr;
     detail::check_alignment(alignment, where() + ": transient request of " + std::to_string(bytes) + " bytes");
     // Graph allocations are 256-byte aligned; a stricter alignment pads the request.
-    const std::size_t padded = alignment <= default_alignment ? bytes : bytes + alignment - default_alignment;
+    const std::size_t padding = alignment <= default_alignment ? 0 : alignment - default_alignment;
+    if (bytes > SIZE_MAX - padding) {
+      throw error(where() + ": transient request of " + std::to_string(bytes) + " bytes at alignment " +
+                  std::to_string(alignment) + " overflows when padded to that alignment; no node was added");
+    }
+    const std::size_t padded = bytes + padding;
     cudaMemAllocNodeParams params{};
     params.poolProps.allocType = cudaMemAllocationTypePinned;
     params.poolProps.location.type = cudaMemLocationTypeDevice;

@@ -3,7 +3,9 @@
 /// @brief Where a capture's persistent requests go: a declared layout, a measurement, a replay of a
 /// measurement, or a growing window over shared physical pages.
 
+#include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <utility>
@@ -174,6 +176,10 @@ class window_branch final : public persistent_memory {
   void* allocate(capture_session& session, persistent_kind, std::size_t bytes, std::size_t alignment) override {
     detail::check_alignment(alignment, session.where() + ": persistent request of " + std::to_string(bytes) + " bytes");
     const std::size_t offset = align_up(used_, alignment);
+    if (offset < used_ || bytes > SIZE_MAX - offset) {
+      throw error(session.where() + ": persistent request of " + std::to_string(bytes) + " bytes after " +
+                  std::to_string(used_) + " bytes of window " + std::to_string(window_) + " overflows the address range");
+    }
     try {
       arena_.ensure(offset + bytes);  // grows every window; allowed during capture
     } catch (const error& e) {
