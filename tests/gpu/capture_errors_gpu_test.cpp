@@ -10,6 +10,8 @@
 #include "catch.hpp"
 #include "graphpool/capture.hpp"
 #include "graphpool/detail/cuda_check.hpp"
+#include "graphpool/memory/arena_allocator.hpp"
+#include "graphpool/memory/cuda_pool_resource.hpp"
 #include "graphpool/memory/shared_physical_resource.hpp"
 #include "gpu_support.hpp"
 
@@ -149,4 +151,32 @@ TEST_CASE("a transient or window request whose size overflows when padded or pla
                                   std::to_string(SIZE_MAX - 100) + " bytes after 4096 bytes of window 0 overflows"));
   session.abort();
   CHECK_FALSE(stream_is_capturing(s.stream));
+}
+
+TEST_CASE("a real capture making fewer persistent requests than its measurement is refused at finish(), naming "
+          "the slot and branch",
+          "[gpu][capture][errors][measure]") {
+  cuda_pool_resource pool;
+  arena_allocator<cuda_pool_resource> arenas(pool);
+  const slot_id slot = arenas.declare_slot("layer0");
+  stream_guard s;
+  measuring_branch measured;
+  graph_executable discarded = capture_session::capture(s.stream, measured, "layer0", "cp2", [](capture_session& c) {
+    static_cast<void>(c.allocate_persistent(1 * MiB));
+    static_cast<void>(c.allocate_persistent(2 * MiB));
+  });
+  const branch_id branch = arenas.declare_branch(slot, "cp2", measured.layout());
+  arenas.reserve();
+  replaying_branch<cuda_pool_resource> replay(arenas, slot, branch, measured);
+  CHECK_THROWS_WITH(capture_session::capture(s.stream, replay, "layer0", "cp2",
+                                             [](capture_session& c) { static_cast<void>(c.allocate_persistent(1 * MiB)); }),
+                    contains_text("capture of slot 'layer0' branch 'cp2': the real capture made 1 persistent "
+                                  "request(s), its measurement 2"));
+  CHECK_FALSE(stream_is_capturing(s.stream));
+  // The replay was rolled back: the same requests capture now.
+  graph_executable real = capture_session::capture(s.stream, replay, "layer0", "cp2", [](capture_session& c) {
+    static_cast<void>(c.allocate_persistent(1 * MiB));
+    static_cast<void>(c.allocate_persistent(2 * MiB));
+  });
+  CHECK(static_cast<bool>(real));
 }

@@ -184,7 +184,11 @@ class capture_session final {
                            where() + ": uploading the graph");
       }
       restore_thread_mode();
-      persistent_.commit();
+      try {
+        persistent_.commit();
+      } catch (const error& e) {
+        throw error(where() + ": " + e.what(), e.cuda_code());  // e.g. fewer requests than the measurement
+      }
       finished_ = true;
       return result;
     } catch (...) {
