@@ -384,6 +384,29 @@ TEST_CASE("upload on finish: the executable is ready before its first launch", "
   GRAPHPOOL_CUDA_TRY(cudaStreamSynchronize(s.stream), "sync");
 }
 
+TEST_CASE("upload on finish to an upload_stream alone (upload left false), as capture_options documents",
+          "[gpu][capture]") {
+  reset_graph_memory();
+  REQUIRE(graph_memory(cudaGraphMemAttrReservedMemCurrent) < 64 * MiB);
+  no_persistent_memory none;
+  stream_guard s;
+  stream_guard uploads;
+  capture_options options;
+  options.upload_stream = uploads.stream;
+  graph_executable graph = capture_session::capture(
+      s.stream, none, "s", "b",
+      [&](capture_session& c) {
+        void* workspace = c.allocate_transient(64 * MiB);
+        fill_pattern(workspace, 64 * MiB, 1, c.stream());
+        c.free_transient(workspace);
+      },
+      options);
+  GRAPHPOOL_CUDA_TRY(cudaStreamSynchronize(uploads.stream), "sync");
+  CHECK(graph_memory(cudaGraphMemAttrReservedMemCurrent) >= 64 * MiB);  // mapped by the upload
+  graph.launch(s.stream);
+  GRAPHPOOL_CUDA_TRY(cudaStreamSynchronize(s.stream), "sync");
+}
+
 TEST_CASE("capturing into a graph the caller hands in", "[gpu][capture]") {
   cudaGraph_t graph = nullptr;
   GRAPHPOOL_CUDA_TRY(cudaGraphCreate(&graph, 0), "graph");

@@ -36,8 +36,9 @@ struct capture_options {
   /// graphs node by node; the graph stays the caller's.
   cudaGraph_t into = nullptr;
   /// Upload the executable to this stream after instantiation (cudaGraphUpload), so the first launch
-  /// does not pay the physical mapping of its memory nodes. nullptr: no upload.
+  /// does not pay the physical mapping of its memory nodes. nullptr: no upload, unless `upload` is set.
   cudaStream_t upload_stream = nullptr;
+  /// Upload after instantiation even without an upload_stream: then to the capture stream.
   bool upload = false;
 };
 

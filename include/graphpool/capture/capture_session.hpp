@@ -179,7 +179,7 @@ class capture_session final {
                     static_cast<int>(instantiated));
       }
       graph_executable result(exec, graph, owns_graph);
-      if (options_.upload) {
+      if (options_.upload || options_.upload_stream != nullptr) {
         GRAPHPOOL_CUDA_TRY(cudaGraphUpload(exec, options_.upload_stream != nullptr ? options_.upload_stream : stream_),
                            where() + ": uploading the graph");
       }
