@@ -680,3 +680,15 @@ TEST_CASE("variant_graphs: the guard names the frame holding the bytes of a back
   graphs.backward(0, graphs.branch("cp1"), stream);
   CHECK(graphs.guard().live() == 0);
 }
+
+TEST_CASE("variant_graphs: a body that throws something other than a std::exception is rolled back and named too",
+          "[variant_graphs][audit]") {
+  host_resource host;
+  graphs_type graphs(host, {"a"});
+  CHECK_THROWS_WITH(graphs.capture(stream, [](frame&) { throw 42; }, [](frame&) {}),
+                    contains_text("branch 'a' failed: the body threw something that is not a std::exception; the "
+                                  "capture was rolled back"));
+  CHECK(graphs.graphs() == 0);
+  graphs.capture(stream, [](frame& f) { static_cast<void>(f.allocate_saved(512)); }, [](frame&) {});
+  CHECK(graphs.graphs() == 2);
+}

@@ -248,6 +248,10 @@ class capture_session final {
     } catch (const std::exception& e) {
       session.abort();
       throw error(session.where() + " failed: " + e.what() + "; the capture was rolled back");
+    } catch (...) {
+      session.abort();
+      throw error(session.where() + " failed: the body threw something that is not a std::exception; the capture "
+                  "was rolled back");
     }
     return session.finish();
   }
