@@ -24,7 +24,8 @@ typedef enum graphpool_persistent_kind {
 } graphpool_persistent_kind;
 
 /* Transient memory (a graph memory node), or persistent inside a persistent scope. `stream` is a
- * cudaStream_t and must be the capture's stream. */
+ * cudaStream_t and must be the capture's stream. Zero bytes give NULL. On GRAPHPOOL_ERROR, `*out` is
+ * left as it was. */
 graphpool_status graphpool_allocate(graphpool_capture_resource* resource, void* stream, size_t bytes, size_t alignment,
                                     void** out);
 
