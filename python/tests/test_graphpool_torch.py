@@ -43,9 +43,9 @@ def deterministic():
     torch.cuda.synchronize()
 
 
-def samples(requires_grad=True):
+def samples(requires_grad=True, names=None):
     return {name: (torch.randn(tokens, HIDDEN, device="cuda", requires_grad=requires_grad),)
-            for name, tokens in TOKENS.items()}
+            for name, tokens in TOKENS.items() if names is None or name in names}
 
 
 def grads_of(module):
@@ -249,6 +249,44 @@ def test_the_guard_catches_a_replay_over_a_pending_backward(monkeypatch):
         graphed.release()
 
 
+# A plan that shares a frame's pages with another's: "order=1,2,-2,1,2,-2,-1,-1" plans chunk 0 slot 1 and
+# chunk 1 slot 0 at one offset (never alive together in that order).
+SHARING = "order=1,2,-2,1,2,-2,-1,-1"
+
+
+def sharing_pipeline():
+    chunks = [Block().cuda(), Block().cuda()]
+    variants = {n: [(torch.randn(TOKENS[n], HIDDEN, device="cuda"),),
+                    (torch.randn(TOKENS[n], HIDDEN, device="cuda", requires_grad=True),)] for n in ("cp4", "cp8")}
+    return chunks, variants
+
+
+def assert_shared(graphed):
+    (a, n), (b, m) = graphed._ranges[0, 1], graphed._ranges[1, 0]
+    assert a < b + m and b < a + n, "the plan shares no pages between chunk 0 slot 1 and chunk 1 slot 0"
+
+
+# Guard: "... or a frame whose planned pages overlap such a copy's, raises, naming both microbatches and variants".
+def test_the_guard_names_a_frame_whose_planned_pages_a_pending_backward_holds():
+    chunks, variants = sharing_pipeline()
+    with GraphedVariants(chunks, variants, schedules=[SHARING], guard=True) as graphed:
+        assert_shared(graphed)
+        xs = [torch.randn(TOKENS["cp4"], HIDDEN, device="cuda"), torch.randn(TOKENS["cp8"], HIDDEN, device="cuda")]
+        h0 = graphed(xs[0], microbatch=0, chunk=0)
+        i0 = h0.detach().requires_grad_()
+        o0 = graphed(i0, microbatch=0, chunk=1)
+        with pytest.raises(GraphpoolError, match=r"the forward of chunk 0 microbatch 1 \(cp8\) would replay slot 1, whose "
+                                                 r"memory the plan shares with chunk 1 slot 0; microbatch 0 \(cp4\) of "
+                                                 r"chunk 1 still needs that memory for its pending backward"):
+            graphed(xs[1], microbatch=1, chunk=0)
+        o0.sum().backward()  # the order's -2: chunk 1's backward of microbatch 0 frees its frame
+        h1 = graphed(xs[1], microbatch=1, chunk=0)
+        i1 = h1.detach().requires_grad_()
+        graphed(i1, microbatch=1, chunk=1).sum().backward()
+        h0.backward(i0.grad)
+        h1.backward(i1.grad)
+
+
 class FailsUnderCapture(torch.nn.Module):
     """Runs eagerly (the warm-up) but fails inside a capture: raising, or making an illegal call."""
 
@@ -423,3 +461,85 @@ def test_a_compiled_module_is_captured_with_its_fusions(mode):
             assert torch.equal(graphed(x), compiled(x))
     finally:
         graphed.release()
+
+
+def test_begin_step_and_microbatch_indices_follow_the_schedules():
+    block = Block().cuda()
+    one_f_one_b = "order=1,1,-1,1,-1,1,-1,-1"  # 4 microbatches, 2 in flight
+    one_at_a_time = "order=1,-1,1,-1"  # 2 microbatches
+    names = ["cp4", "cp8", "cp8", "cp4"]
+    with GraphedVariants(block, samples(names=("cp4", "cp8")), schedules=[one_f_one_b, one_at_a_time],
+                         guard=True) as graphed:
+        assert graphed.slots == 2
+        xs = [torch.randn(TOKENS[n], HIDDEN, device="cuda") for n in names]
+        eager_outputs = []
+        for x in xs:
+            y = block(x)
+            eager_outputs.append(y.detach().clone())
+            y.square().sum().backward()
+        eager = grads_of(block)
+        clear_grads(block)
+        outputs = {}
+        for kind, m in [("F", 0), ("F", 1), ("B", 0), ("F", 2), ("B", 1), ("F", 3), ("B", 2), ("B", 3)]:
+            if kind == "F":
+                outputs[m] = graphed(xs[m], microbatch=m)  # the first schedule's 4 microbatches, no begin_step
+                assert torch.equal(outputs[m], eager_outputs[m]), m
+            else:
+                outputs.pop(m).square().sum().backward()
+        for ours, theirs in zip(grads_of(block), eager):
+            assert torch.equal(ours, theirs)
+        x = xs[0]
+        with pytest.raises(GraphpoolError, match=r"microbatch 4 is out of range for a schedule of 4 microbatch"):
+            graphed(x, microbatch=4)
+        with pytest.raises(GraphpoolError, match=r"microbatch -1 is out of range"):
+            graphed(x, microbatch=-1)
+        graphed.begin_step(2)
+        for m in range(2):
+            graphed(xs[m], microbatch=m).sum().backward()
+        with pytest.raises(GraphpoolError, match=r"microbatch 2 is out of range for a schedule of 2 microbatch"):
+            graphed(x, microbatch=2)
+        with pytest.raises(GraphpoolError, match=r"no slot map for a schedule of 3 microbatch"):
+            graphed.begin_step(3)
+        graphed.begin_step(4)
+        graphed(xs[3], microbatch=3).sum().backward()
+
+
+def test_memory_reports_every_documented_key_consistently():
+    block = Block().cuda()
+    with GraphedVariants(block, samples(), in_flight=2) as graphed:
+        memory = graphed.memory()
+        assert {"physical", "plan_footprint", "live_bound", "scratch", "windows", "persistent",
+                "torch_reserved"} <= set(memory)
+        copies = {(0, s, n) for s in range(graphed.slots) for n in TOKENS}
+        assert set(memory["windows"]) == copies and set(memory["persistent"]) == copies
+        assert memory["physical"] == memory["plan_footprint"]
+        assert 0 < memory["scratch"] <= memory["physical"]
+        assert 0 < memory["live_bound"] <= memory["plan_footprint"]
+        assert all(memory["windows"][k] > 0 and memory["persistent"][k] > 0 for k in copies)
+        assert memory["torch_reserved"] == torch.cuda.memory_reserved()
+
+
+class Scale(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.linspace(0.5, 1.5, 16))
+
+    def forward(self, x):
+        return x * self.weight.to(x.dtype)
+
+
+def test_variants_dispatch_by_dtype_and_cpu_samples_are_refused():
+    module = Scale().cuda()
+    with pytest.raises(GraphpoolError, match="sample argument 0 of variant 'cpu', chunk 0, is a CPU tensor"):
+        GraphedVariants(module, {"cpu": (torch.randn(8, 16),)})
+    variants = {"f32": (torch.randn(8, 16, device="cuda"),),
+                "bf16": (torch.randn(8, 16, device="cuda", dtype=torch.bfloat16),)}
+    with GraphedVariants(module, variants) as graphed:
+        for name, (sample,) in variants.items():
+            x = torch.randn_like(sample)
+            y = graphed(x)
+            assert y.dtype == sample.dtype and torch.equal(y, module(x)), name
+        with pytest.raises(GraphpoolError, match="no variant of chunk 0 takes arguments"):
+            graphed(torch.randn(8, 16, device="cuda", dtype=torch.float16))
+        with pytest.raises(GraphpoolError, match="no variant of chunk 0 takes arguments"):
+            graphed(torch.randn(8, 16, device="cuda"), torch.randn(8, 16, device="cuda"))

@@ -78,7 +78,7 @@ TEST_CASE("GRAPHPOOL_SLOT_DEBUG asks for the guard when set to anything but empt
   CHECK_FALSE(slot_debug_requested());
 }
 
-TEST_CASE("a failed re-launch of a live frame's forward keeps the claim of the forward that ran", "[guard][audit]") {
+TEST_CASE("a failed re-launch of a live frame's forward keeps the claim of the forward that ran", "[guard][errors]") {
   slot_guard guard(true);
   const frame_label a = label(0, 0, 0, 0);
   guard.guarded_forward(a, {arena_id{0}, 0, 8}, [] {});
@@ -94,7 +94,7 @@ TEST_CASE("a failed re-launch of a live frame's forward keeps the claim of the f
 }
 
 TEST_CASE("a backward whose forward is not live names the live frame holding its bytes, given its range",
-          "[guard][audit]") {
+          "[guard][errors]") {
   slot_guard guard(true, {"cp1", "cp2"});
   guard.claim(label(0, 0, 0, 0), {arena_id{0}, 0, 8});
   CHECK_THROWS_WITH(guard.check_release(label(0, 0, 0, 1), {arena_id{0}, 0, 8}),

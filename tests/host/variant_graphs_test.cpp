@@ -605,7 +605,7 @@ TEST_CASE("variant_graphs: bad models, missing bodies and reads of parts not pla
 
 TEST_CASE("variant_graphs: a measure that throws keeps the earlier bodies and measurement; after reserve() the "
           "graphs still capture",
-          "[variant_graphs][audit]") {
+          "[variant_graphs][errors]") {
   host_resource host;
   graphs_type graphs(host, {"a", "b"});
   auto saving = [](std::size_t bytes) { return [bytes](frame& f) { static_cast<void>(f.allocate_saved(bytes)); }; };
@@ -623,7 +623,7 @@ TEST_CASE("variant_graphs: a measure that throws keeps the earlier bodies and me
 
 TEST_CASE("variant_graphs: measuring again before reserve() makes reserve() check the plan against the new "
           "requests",
-          "[variant_graphs][audit]") {
+          "[variant_graphs][errors]") {
   host_resource host;
   graphs_type graphs(host, {"a", "b"});
   auto saving = [](std::size_t bytes) { return [bytes](frame& f) { static_cast<void>(f.allocate_saved(bytes)); }; };
@@ -643,7 +643,7 @@ TEST_CASE("variant_graphs: measuring again before reserve() makes reserve() chec
 
 TEST_CASE("variant_graphs: capture(stream, forward, backward) keeps a plan given with use_plan() when it throws, "
           "and plans again where none was given",
-          "[variant_graphs][audit]") {
+          "[variant_graphs][errors]") {
   host_resource host;
   auto saving = [](std::size_t bytes) { return [bytes](frame& f) { static_cast<void>(f.allocate_saved(bytes)); }; };
   graphs_type planner(host, {"a", "b"});
@@ -668,7 +668,7 @@ TEST_CASE("variant_graphs: capture(stream, forward, backward) keeps a plan given
 }
 
 TEST_CASE("variant_graphs: the guard names the frame holding the bytes of a backward whose forward never ran",
-          "[variant_graphs][audit]") {
+          "[variant_graphs][errors]") {
   host_resource host;
   variant_options options;
   options.guard = true;
@@ -682,7 +682,7 @@ TEST_CASE("variant_graphs: the guard names the frame holding the bytes of a back
 }
 
 TEST_CASE("variant_graphs: a body that throws something other than a std::exception is rolled back and named too",
-          "[variant_graphs][audit]") {
+          "[variant_graphs][errors]") {
   host_resource host;
   graphs_type graphs(host, {"a"});
   CHECK_THROWS_WITH(graphs.capture(stream, [](frame&) { throw 42; }, [](frame&) {}),
