@@ -156,8 +156,10 @@ graphpool_status graphpool_torch_exists(int* exists) {
 
 graphpool_status graphpool_torch_shape(int* chunks, int* slots) {
   return with_plugin([&](plugin& p) {
-    out(chunks, "chunks") = p.pool().chunks();
-    out(slots, "slots") = p.pool().slots();
+    int& chunks_out = out(chunks, "chunks");
+    int& slots_out = out(slots, "slots");  // both checked before either is written
+    chunks_out = p.pool().chunks();
+    slots_out = p.pool().slots();
   });
 }
 

@@ -70,6 +70,8 @@ static int device_part(void) {
   int exists = 0;
   CHECK(graphpool_torch_exists(&exists) == GRAPHPOOL_OK && exists == 1);
   CHECK(graphpool_torch_shape(&chunks, &slots) == GRAPHPOOL_OK && chunks == 1 && slots == 2);
+  int untouched = -5; /* a refused call writes nothing */
+  CHECK(graphpool_torch_shape(&untouched, NULL) == GRAPHPOOL_ERROR && untouched == -5 && said("slots"));
   int microbatches = 0;
   CHECK(graphpool_torch_first_microbatches(&microbatches) == GRAPHPOOL_OK && microbatches == 2);
   int slot = -1;
