@@ -218,7 +218,8 @@ class variant_graphs final {
   [[nodiscard]] bool reserved() const noexcept { return arenas_.has_value() && arenas_->reserved(); }
   [[nodiscard]] slot_guard& guard() noexcept { return guard_; }
   /// @return the arenas (views of any frame's memory: frame i's parts are slot 2i, its gradients 2i+1).
-  /// @throws graphpool::error before reserve().
+  /// @throws graphpool::error while nothing is declared: before reserve(), or after release() and a new
+  /// measure(). After release() alone the arenas stay declared, and their views refuse until reserve().
   [[nodiscard]] const arena_allocator<Upstream>& arenas() const {
     require(arenas_.has_value(), "arenas", "call reserve() first");
     return *arenas_;
