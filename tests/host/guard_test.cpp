@@ -1,6 +1,7 @@
 // The slot guard's state machine on its own (variant_graphs_test.cpp drives it through real launches).
 
 #include <cstdlib>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -86,7 +87,7 @@ TEST_CASE("a failed re-launch of a live frame's forward keeps the claim of the f
                     contains_text("launch failed"));
   CHECK(guard.live() == 1);
   CHECK_THROWS_WITH(guard.claim(label(0, 1, 0, 0), {arena_id{0}, 4, 8}), contains_text("would overwrite"));
-  guard.guarded_backward(a, [] {});
+  guard.guarded_backward(a, std::nullopt, [] {});
   CHECK(guard.live() == 0);
   // A first forward whose launch fails still holds nothing.
   CHECK_THROWS(guard.guarded_forward(a, {arena_id{0}, 0, 8}, [] { throw std::runtime_error("launch failed"); }));
@@ -97,10 +98,10 @@ TEST_CASE("a backward whose forward is not live names the live frame holding its
           "[guard][errors]") {
   slot_guard guard(true, {"cp1", "cp2"});
   guard.claim(label(0, 0, 0, 0), {arena_id{0}, 0, 8});
-  CHECK_THROWS_WITH(guard.check_release(label(0, 0, 0, 1), {arena_id{0}, 0, 8}),
+  CHECK_THROWS_WITH(guard.check_release(label(0, 0, 0, 1), memory_range{arena_id{0}, 0, 8}),
                     contains_text("has no live forward: it never ran, or its backward already did; its bytes (arena 0 "
                                   "bytes [0, 8)) are held by chunk 0 microbatch 0 layer 0 (branch cp1)"));
-  CHECK_THROWS_WITH(guard.guarded_backward(label(0, 1, 0, 1), {arena_id{0}, 8, 8}, [] {}),
+  CHECK_THROWS_WITH(guard.guarded_backward(label(0, 1, 0, 1), memory_range{arena_id{0}, 8, 8}, [] {}),
                     contains_text("has no live forward: it never ran, or its backward already did; run each"));
   CHECK(guard.live() == 1);
 }

@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -96,16 +97,10 @@ class slot_guard final {
   /// @brief Refuses a backward of `frame` whose forward is not live.
   /// @throws graphpool::error naming the frame, and, given the frame's `range`, the live frame that
   /// holds those bytes when one does.
-  void check_release(const frame_label& frame) const {
+  void check_release(const frame_label& frame, const std::optional<memory_range>& range = std::nullopt) const {
     if (!enabled_) return;
     std::lock_guard<std::mutex> lock(mutex_);
-    static_cast<void>(live_index(frame, nullptr));
-  }
-  /// @brief check_release() of a frame over `range`, naming what holds its bytes.
-  void check_release(const frame_label& frame, const memory_range& range) const {
-    if (!enabled_) return;
-    std::lock_guard<std::mutex> lock(mutex_);
-    static_cast<void>(live_index(frame, &range));
+    static_cast<void>(live_index(frame, range));
   }
 
   /// @brief `frame` gives its bytes back (its backward was enqueued).
@@ -113,7 +108,7 @@ class slot_guard final {
   void release(const frame_label& frame) {
     if (!enabled_) return;
     std::lock_guard<std::mutex> lock(mutex_);
-    live_.erase(live_.begin() + static_cast<std::ptrdiff_t>(live_index(frame, nullptr)));
+    live_.erase(live_.begin() + static_cast<std::ptrdiff_t>(live_index(frame, std::nullopt)));
   }
 
   /// @brief Forgets `frame`'s claim without checks (its forward's launch failed); never throws.
@@ -142,16 +137,10 @@ class slot_guard final {
     }
   }
 
-  /// @brief check_release(), `launch()` (the enqueue of `frame`'s backward), then release().
+  /// @brief check_release(), `launch()` (the enqueue of `frame`'s backward), then release(). Given the
+  /// frame's `range` (std::nullopt: none), a refusal names the live frame holding its bytes.
   template <class Launch>
-  void guarded_backward(const frame_label& frame, Launch&& launch) {
-    check_release(frame);
-    launch();
-    release(frame);
-  }
-  /// @brief guarded_backward() of a frame over `range`: a refusal names the live frame holding its bytes.
-  template <class Launch>
-  void guarded_backward(const frame_label& frame, const memory_range& range, Launch&& launch) {
+  void guarded_backward(const frame_label& frame, const std::optional<memory_range>& range, Launch&& launch) {
     check_release(frame, range);
     launch();
     release(frame);
@@ -185,12 +174,12 @@ class slot_guard final {
 
   // The index of `frame` among the live frames; throws when its forward is not live, naming the live
   // frame that holds `range` (the frame's bytes) when one is given and one does.
-  [[nodiscard]] std::size_t live_index(const frame_label& frame, const memory_range* range) const {
+  [[nodiscard]] std::size_t live_index(const frame_label& frame, const std::optional<memory_range>& range) const {
     for (std::size_t i = 0; i < live_.size(); ++i) {
       if (live_[i].frame == frame) return i;
     }
     std::string holder;
-    if (range != nullptr) {
+    if (range.has_value()) {
       for (const live_frame& l : live_) {
         if (l.range.overlaps(*range)) {
           holder = "; its bytes (" + describe_range(*range) + ") are held by " + describe(l.frame);
