@@ -363,13 +363,16 @@ TEST_CASE("measure then capture: identical addresses, and a diverging request is
   CHECK(status == cudaStreamCaptureStatusNone);
 }
 
-TEST_CASE("upload on finish: the executable is ready before its first launch", "[gpu][capture]") {
+namespace {
+
+// Captures a graph with a 64 MiB transient under `options` (an upload on finish), waits for the stream
+// the upload goes to alone (upload_stream when set, else the capture stream), checks the graph's memory
+// is mapped before its first launch, then launches it.
+void check_upload_on_finish(const capture_options& options) {
   reset_graph_memory();
   REQUIRE(graph_memory(cudaGraphMemAttrReservedMemCurrent) < 64 * MiB);
   no_persistent_memory none;
   stream_guard s;
-  capture_options options;
-  options.upload = true;
   graph_executable graph = capture_session::capture(
       s.stream, none, "s", "b",
       [&](capture_session& c) {
@@ -378,33 +381,27 @@ TEST_CASE("upload on finish: the executable is ready before its first launch", "
         c.free_transient(workspace);
       },
       options);
-  GRAPHPOOL_CUDA_TRY(cudaStreamSynchronize(s.stream), "sync");
+  const cudaStream_t upload_stream = options.upload_stream != nullptr ? options.upload_stream : s.stream;
+  GRAPHPOOL_CUDA_TRY(cudaStreamSynchronize(upload_stream), "sync");
   CHECK(graph_memory(cudaGraphMemAttrReservedMemCurrent) >= 64 * MiB);  // mapped by the upload
   graph.launch(s.stream);
   GRAPHPOOL_CUDA_TRY(cudaStreamSynchronize(s.stream), "sync");
 }
 
+}  // namespace
+
+TEST_CASE("upload on finish: the executable is ready before its first launch", "[gpu][capture]") {
+  capture_options options;
+  options.upload = true;
+  check_upload_on_finish(options);
+}
+
 TEST_CASE("upload on finish to an upload_stream alone (upload left false), as capture_options documents",
           "[gpu][capture]") {
-  reset_graph_memory();
-  REQUIRE(graph_memory(cudaGraphMemAttrReservedMemCurrent) < 64 * MiB);
-  no_persistent_memory none;
-  stream_guard s;
   stream_guard uploads;
   capture_options options;
   options.upload_stream = uploads.stream;
-  graph_executable graph = capture_session::capture(
-      s.stream, none, "s", "b",
-      [&](capture_session& c) {
-        void* workspace = c.allocate_transient(64 * MiB);
-        fill_pattern(workspace, 64 * MiB, 1, c.stream());
-        c.free_transient(workspace);
-      },
-      options);
-  GRAPHPOOL_CUDA_TRY(cudaStreamSynchronize(uploads.stream), "sync");
-  CHECK(graph_memory(cudaGraphMemAttrReservedMemCurrent) >= 64 * MiB);  // mapped by the upload
-  graph.launch(s.stream);
-  GRAPHPOOL_CUDA_TRY(cudaStreamSynchronize(s.stream), "sync");
+  check_upload_on_finish(options);
 }
 
 TEST_CASE("capturing into a graph the caller hands in", "[gpu][capture]") {
