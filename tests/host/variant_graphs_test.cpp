@@ -80,6 +80,11 @@ graphs_type::body backward_body(world& w) {
   };
 }
 
+// A forward that saves `bytes` and does nothing else.
+graphs_type::body saving(std::size_t bytes) {
+  return [bytes](frame& f) { static_cast<void>(f.allocate_saved(bytes)); };
+}
+
 variant_model pipeline_model(std::vector<plan::schedule> schedules = {plan::schedule::interleaved(4, 0, 8, 2, 4)}) {
   return variant_model{{"cp1", "cp2", "cp4"}, {2}, std::move(schedules)};
 }
@@ -352,8 +357,7 @@ TEST_CASE("variant_graphs: one layer, four variants, one microbatch at a time sh
     static_cast<void>(f.allocate_saved((std::size_t{1} << 20) >> f.branch().index));
   }, [](frame&) {});
   CHECK(graphs.graphs() == 8);
-  CHECK_THROWS_WITH(graphs.capture(stream, [](frame& f) { static_cast<void>(f.allocate_saved(std::size_t{2} << 20)); },
-                                   [](frame&) {}),
+  CHECK_THROWS_WITH(graphs.capture(stream, saving(std::size_t{2} << 20), [](frame&) {}),
                     contains_text("the bodies' persistent requests changed since reserve()"));
   CHECK(graphs.statistics().reserved_bytes == (1 << 10) + (1 << 20));
 }
@@ -608,7 +612,6 @@ TEST_CASE("variant_graphs: a measure that throws keeps the earlier bodies and me
           "[variant_graphs][errors]") {
   host_resource host;
   graphs_type graphs(host, {"a", "b"});
-  auto saving = [](std::size_t bytes) { return [bytes](frame& f) { static_cast<void>(f.allocate_saved(bytes)); }; };
   graphs.capture(stream, saving(4096), [](frame&) {});
   CHECK_THROWS_WITH(graphs.measure(stream, [](frame&) { throw std::runtime_error("bad body"); }, [](frame&) {}),
                     contains_text("failed: bad body; the capture was rolled back"));
@@ -626,7 +629,6 @@ TEST_CASE("variant_graphs: measuring again before reserve() makes reserve() chec
           "[variant_graphs][errors]") {
   host_resource host;
   graphs_type graphs(host, {"a", "b"});
-  auto saving = [](std::size_t bytes) { return [bytes](frame& f) { static_cast<void>(f.allocate_saved(bytes)); }; };
   graphs.measure(stream, saving(4096), [](frame&) {});
   graphs.make_plan();
   graphs.reserve();
@@ -645,7 +647,6 @@ TEST_CASE("variant_graphs: capture(stream, forward, backward) keeps a plan given
           "and plans again where none was given",
           "[variant_graphs][errors]") {
   host_resource host;
-  auto saving = [](std::size_t bytes) { return [bytes](frame& f) { static_cast<void>(f.allocate_saved(bytes)); }; };
   graphs_type planner(host, {"a", "b"});
   planner.measure(stream, saving(4096), [](frame&) {});
   const plan::plan given = planner.make_plan();
@@ -673,7 +674,7 @@ TEST_CASE("variant_graphs: the guard names the frame holding the bytes of a back
   variant_options options;
   options.guard = true;
   graphs_type graphs(host, {"cp1", "cp2"}, options);
-  graphs.capture(stream, [](frame& f) { static_cast<void>(f.allocate_saved(4096)); }, [](frame&) {});
+  graphs.capture(stream, saving(4096), [](frame&) {});
   graphs.forward(0, graphs.branch("cp1"), stream);
   CHECK_THROWS_WITH(graphs.backward(0, graphs.branch("cp2"), stream),
                     contains_text("are held by chunk 0 microbatch 0 layer 0 (branch cp1)"));
@@ -689,6 +690,6 @@ TEST_CASE("variant_graphs: a body that throws something other than a std::except
                     contains_text("branch 'a' failed: the body threw something that is not a std::exception; the "
                                   "capture was rolled back"));
   CHECK(graphs.graphs() == 0);
-  graphs.capture(stream, [](frame& f) { static_cast<void>(f.allocate_saved(512)); }, [](frame&) {});
+  graphs.capture(stream, saving(512), [](frame&) {});
   CHECK(graphs.graphs() == 2);
 }
