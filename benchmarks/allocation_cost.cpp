@@ -2,17 +2,15 @@
 // cudaMallocFromPoolAsync + cudaFreeAsync, cudaMalloc + cudaFree, and RAPIDS RMM's pool_memory_resource
 // and arena_memory_resource (when built with RMM: scripts/fetch_rmm.sh), side by side in one run.
 //
-// usage: graphpool_bench_allocation_cost [--json PATH] [--runs N]
+// usage: graphpool_bench_allocation_cost [--json PATH] [--runs N]   (--help says more)
 // Prints a table and writes JSON (default: allocation_cost.json). Needs a CUDA device.
 
 #include <cuda_runtime_api.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <string>
@@ -56,22 +54,35 @@ measurement measure(std::string name, std::string what, int operations, int runs
 
 std::uintptr_t sink = 0;  // keeps the arena lookups from being optimized away
 
+constexpr const char* help = R"(usage: graphpool_bench_allocation_cost [--json PATH] [--runs N]
+Host cost of one allocation: an address from a reserved graphpool arena against cudaMallocFromPoolAsync +
+cudaFreeAsync, cudaMalloc + cudaFree and, when built with RMM (scripts/fetch_rmm.sh), RMM's
+pool_memory_resource and arena_memory_resource, side by side in one run. Needs a CUDA device.
+  --json PATH  where the JSON goes (default: allocation_cost.json; checked before anything is measured)
+  --runs N     timed runs of each method after one warm-up run; the median is reported (default: 9)
+  --help       this text
+Exit status: 0 measured; 1 a CUDA error; 2 a bad flag or an output path that cannot be written;
+77 no CUDA device (nothing measured).
+)";
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string json_path = "allocation_cost.json";
   int runs = 9;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "--json" && i + 1 < argc) {
-      json_path = argv[++i];
-    } else if (arg == "--runs" && i + 1 < argc) {
-      runs = std::max(1, std::atoi(argv[++i]));
+  graphpool::bench::command_line args(argc, argv, "graphpool_bench_allocation_cost", help);
+  const int status = args.read([&](const std::string& flag) {
+    if (flag == "--json") {
+      json_path = args.value();
+    } else if (flag == "--runs") {
+      runs = static_cast<int>(args.integer(1, 100000));
     } else {
-      std::fprintf(stderr, "usage: %s [--json PATH] [--runs N]\n", argv[0]);
-      return 2;
+      return false;
     }
-  }
+    return true;
+  });
+  if (status >= 0) return status;
+  if (!args.writable(json_path)) return 2;
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
     std::printf("allocation_cost: no CUDA device; this benchmark compares against the CUDA allocators and needs one\n");

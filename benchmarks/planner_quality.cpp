@@ -15,14 +15,13 @@
 // Every plan (both modes, both slot rules) goes through the tests' independent verifier
 // (tests/host/plan_verifier.hpp: maps, overlaps, sizes, alignment); one it rejects misses a threshold.
 // Host only (no GPU). Prints a summary table and writes JSON (default: planner_quality.json). Exits 1
-// when a quality threshold is missed (--quick: a small corpus in a few seconds, run by ctest).
+// when a quality threshold is missed (--quick: a small corpus in a few seconds, run by ctest); --help lists
+// the flags and exit statuses.
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <random>
 #include <string>
 #include <thread>
@@ -291,6 +290,23 @@ std::size_t equal_size_optimum(const problem& input, const plan& result) {
 
 double ratio(std::size_t a, std::size_t b) { return b == 0 ? 1.0 : static_cast<double>(a) / static_cast<double>(b); }
 
+constexpr const char* help = R"(usage: graphpool_bench_planner_quality [--json PATH] [--quick | --random-sizes SEED:COUNT] [--threads N]
+                                       [--misses PATH [--misses-above RATIO]] [--only TEXT]
+The planner over a corpus of pipeline schedules (host only): footprint over the clique and live bounds for
+both slot rules, copies, planning time; every plan checked by the tests' independent verifier.
+  --json PATH            where the JSON goes (default: planner_quality.json; checked before planning)
+  --quick                the small corpus ctest runs, with thresholds measured on it
+  --random-sizes S:N     N single schedules whose every (chunk, layer) saves a random 16-320 MiB, from seed S
+  --threads N            plan the cases on N threads (default 1; each plan is timed on its own thread)
+  --misses PATH          write the cases the schedule rule (no copy limit) misses issue 8's targets on, as
+                         rectangles for benchmarks/slot_rule_optimum.py
+  --misses-above RATIO   with --misses: every case above RATIO x its live bound instead (RATIO >= 1)
+  --only TEXT            keep the cases whose name contains TEXT
+  --help                 this text
+Exit status: 0 every threshold met; 1 a threshold missed (or a plan the verifier rejects); 2 a bad flag, an
+output path that cannot be written, or --only matching no case.
+)";
+
 // The q-quantile, linear between the two values around it: the median of an even count is the mean of
 // its two middle values (as Python's statistics.median gives it), the worst (q = 1) the largest.
 double percentile(std::vector<double> values, double q) {
@@ -314,35 +330,34 @@ int main(int argc, char** argv) {
   std::string only;         // keep the cases whose name contains this
   unsigned random_seed = 0;  // --random-sizes: random frame sizes instead of the corpus
   int random_count = 0;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--json") == 0 && i + 1 < argc) {
-      json_path = argv[++i];
-    } else if (std::strcmp(argv[i], "--quick") == 0) {
+  graphpool::bench::command_line args(argc, argv, "graphpool_bench_planner_quality", help);
+  const int status = args.read([&](const std::string& flag) {
+    if (flag == "--json") {
+      json_path = args.value();
+    } else if (flag == "--quick") {
       quick = true;
-    } else if (std::strcmp(argv[i], "--misses") == 0 && i + 1 < argc) {
-      misses_path = argv[++i];
-    } else if (std::strcmp(argv[i], "--misses-above") == 0 && i + 1 < argc) {
-      misses_above = std::atof(argv[++i]);
-      if (misses_above < 1.0) {
-        std::fprintf(stderr, "planner_quality: --misses-above takes a ratio to the live bound of at least 1, not '%s'\n",
-                     argv[i]);
-        return 2;
-      }
-    } else if (std::strcmp(argv[i], "--random-sizes") == 0 && i + 1 < argc &&
-               std::sscanf(argv[i + 1], "%u:%d", &random_seed, &random_count) == 2 && random_count > 0) {
-      ++i;
-    } else if (std::strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
-      only = argv[++i];
-    } else if (std::strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
-      threads = std::max(1, std::atoi(argv[++i]));
+    } else if (flag == "--misses") {
+      misses_path = args.value();
+    } else if (flag == "--misses-above") {
+      misses_above = args.number(1.0);
+    } else if (flag == "--random-sizes") {
+      const std::string text = args.value();
+      const std::size_t colon = text.find(':');
+      if (colon == std::string::npos) throw graphpool::error("--random-sizes '" + text + "': give SEED:COUNT, e.g. 1:48");
+      random_seed = static_cast<unsigned>(
+          graphpool::plan::detail::parse_integer(text.substr(0, colon), "--random-sizes seed", 0, 4294967295LL));
+      random_count = static_cast<int>(
+          graphpool::plan::detail::parse_integer(text.substr(colon + 1), "--random-sizes count", 1, 100000));
+    } else if (flag == "--only") {
+      only = args.value();
+    } else if (flag == "--threads") {
+      threads = static_cast<int>(args.integer(1, 1024));
     } else {
-      std::fprintf(stderr,
-                   "usage: %s [--json PATH] [--quick | --random-sizes SEED:COUNT] [--threads N] "
-                   "[--misses PATH [--misses-above RATIO]] [--only TEXT]\n",
-                   argv[0]);
-      return 2;
+      return false;
     }
-  }
+    return true;
+  });
+  if (status >= 0) return status;
   if (misses_above > 0 && misses_path.empty()) {
     std::fprintf(stderr, "planner_quality: --misses-above says which cases --misses PATH writes; give --misses too\n");
     return 2;
@@ -351,6 +366,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "planner_quality: --quick and --random-sizes are two corpora; give one\n");
     return 2;
   }
+  if (!args.writable(json_path) || (!misses_path.empty() && !args.writable(misses_path))) return 2;
   std::vector<corpus_case> corpus = random_count > 0 ? make_random_corpus(random_seed, random_count) : make_corpus(quick);
   corpus.erase(std::remove_if(corpus.begin(), corpus.end(),
                               [&](const corpus_case& c) { return c.name.find(only) == std::string::npos; }),
