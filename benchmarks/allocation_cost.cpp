@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <functional>
 #include <string>
 #include <vector>
@@ -184,13 +185,19 @@ int main(int argc, char** argv) {
     }
     std::fprintf(out, "  ],\n  \"pool_over_arena_view\": %.2f,\n  \"pool_over_arena_cursor\": %.2f,\n", ratio,
                  pool_ns / results[1].median_ns);
-    std::fprintf(out, "  \"rmm\": \"%s\",\n  \"rmm_pool_over_arena_view\": %.2f,\n  \"rmm_arena_over_arena_view\": %.2f,\n",
-                 rmm.describe().c_str(), rmm_pool_ratio, rmm_arena_ratio);
+    // Without RMM its ratios were not measured: null, never a number.
+    auto ratio_json = [&](double value) {
+      char text[32];
+      std::snprintf(text, sizeof(text), "%.2f", value);
+      return rmm.available() ? std::string(text) : std::string("null");
+    };
+    std::fprintf(out, "  \"rmm\": \"%s\",\n  \"rmm_pool_over_arena_view\": %s,\n  \"rmm_arena_over_arena_view\": %s,\n",
+                 rmm.describe().c_str(), ratio_json(rmm_pool_ratio).c_str(), ratio_json(rmm_arena_ratio).c_str());
     std::fprintf(out, "  \"target_ratio\": 25,\n  \"sink\": %llu\n}\n", static_cast<unsigned long long>(sink & 1));
     std::fclose(out);
     std::printf("wrote %s\n", json_path.c_str());
     return 0;
-  } catch (const graphpool::error& e) {
+  } catch (const std::exception& e) {  // graphpool's errors, and RMM's (std::bad_alloc, rmm::logic_error)
     std::fprintf(stderr, "allocation_cost failed: %s\n", e.what());
     return 1;
   }
