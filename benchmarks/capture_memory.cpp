@@ -2,19 +2,22 @@
 //  1. capture + instantiate time per branch (graphpool session vs plain capture with cudaMallocAsync);
 //  2. host cost per launch: cudaGraphLaunch, graph_bank, variant_graphs with the guard off and on;
 //  3. device memory for N = 1, 2, 4, 8 branches of different sizes: (a) a cudaMemPool_t per branch,
-//     (b) one shared pool in which each branch keeps its own persistent buffers (what a shared PyTorch
-//     pool amounts to), (c) graphpool (an arena on a pool, and windows over shared pages);
+//     (b) one shared pool in which every branch's persistent buffers stay alive at once (a shared pool
+//     whose branches may all have a microbatch in flight; PyTorch's shared graph pool, replayed one
+//     branch at a time, reuses a branch's freed blocks for the next capture and can do better), (c)
+//     graphpool (an arena on a pool, and windows over shared pages); (a), (b) and graphpool's pool are
+//     the pools' reserved bytes (cudaMemPoolAttrReservedMemCurrent);
 //  4. the first launch of a graph with a 2 GiB memory node, with and without cudaGraphUpload. The pages
 //     figure is measured on the device (cudaMemGetInfo before and after reserve()); the library's own
 //     counter is written beside it.
 //
-// usage: graphpool_bench_capture_memory [--json PATH]   (needs a CUDA device; --help says more)
+// usage: graphpool_bench_capture_memory [--json PATH] [--launches N]   (needs a CUDA device; --help says more)
 
 #include <cuda_runtime_api.h>
 
-#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <string>
@@ -54,12 +57,22 @@ double microseconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
 }
 
-constexpr const char* help = R"(usage: graphpool_bench_capture_memory [--json PATH]
+// The median of the runs' differences `a[r] - b[r]`: a cost above another timed in the same run, so that
+// drift from run to run (clocks, the other processes) cancels instead of adding to the difference.
+double median_difference(const std::vector<double>& a, const std::vector<double>& b) {
+  std::vector<double> differences;
+  for (std::size_t r = 0; r < a.size() && r < b.size(); ++r) differences.push_back(a[r] - b[r]);
+  return median(differences);
+}
+
+constexpr const char* help = R"(usage: graphpool_bench_capture_memory [--json PATH] [--launches N]
 The capture layer on a GPU, side by side with what a user would do without graphpool: capture +
 instantiate per branch, host cost per graph launch (cudaGraphLaunch, graph_bank, variant_graphs with the
 guard off and on), device memory for 1, 2, 4 and 8 branches, and the first launch of a graph with a
 2 GiB memory node with and without cudaGraphUpload. Needs a CUDA device.
   --json PATH     where the JSON goes (default: capture_memory.json; checked before anything is measured)
+  --launches N    graph launches per timed run of the launch cost (even; default 200, far fewer than a
+                  stream's launch queue holds, so that a run times the host's work, not the GPU's)
   --help          this text
 Exit status: 0 measured, graphpool within 1.02x of the largest branch; 1 a CUDA error or graphpool above
 that; 2 a bad flag or an output path that cannot be written; 77 no CUDA device (nothing measured).
@@ -69,10 +82,16 @@ that; 2 a bad flag or an output path that cannot be written; 77 no CUDA device (
 
 int main(int argc, char** argv) {
   std::string json_path = "capture_memory.json";
+  int launches = 200;
   graphpool::bench::command_line args(argc, argv, "graphpool_bench_capture_memory", help);
   const int status = args.read([&](const std::string& flag) {
     if (flag == "--json") {
       json_path = args.value();
+    } else if (flag == "--launches") {
+      launches = static_cast<int>(args.integer(2, 1000000));
+      if (launches % 2 != 0) {
+        throw graphpool::error("--launches: " + std::to_string(launches) + " is odd; a run launches forward/backward pairs");
+      }
     } else {
       return false;
     }
@@ -116,13 +135,17 @@ int main(int argc, char** argv) {
     std::vector<double> declared_us;
     std::vector<double> window_us;
     std::vector<double> plain_us;
-    for (int i = 0; i < captures; ++i) {
+    for (int i = 0; i <= captures; ++i) {  // i = 0: the warm-up, not kept
+      auto keep = [&](std::vector<double>& into, std::chrono::steady_clock::time_point start) {
+        const double us = microseconds_since(start);
+        if (i > 0) into.push_back(us);
+      };
       auto start = std::chrono::steady_clock::now();
       graph_executable g1 = capture_session::capture(stream, declared, "layer0", "cp1", graphpool_body);
-      declared_us.push_back(microseconds_since(start));
+      keep(declared_us, start);
       start = std::chrono::steady_clock::now();
       graph_executable g2 = capture_session::capture(stream, window, "layer0", "cp1", graphpool_body);
-      window_us.push_back(microseconds_since(start));
+      keep(window_us, start);
       // Without graphpool: every buffer from cudaMallocAsync inside the capture (alloc nodes in the graph).
       start = std::chrono::steady_clock::now();
       GRAPHPOOL_CUDA_TRY(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "plain capture");
@@ -142,17 +165,18 @@ int main(int argc, char** argv) {
       GRAPHPOOL_CUDA_TRY(cudaStreamEndCapture(stream, &graph), "plain");
       cudaGraphExec_t exec = nullptr;
       GRAPHPOOL_CUDA_TRY(cudaGraphInstantiate(&exec, graph, 0), "plain");
-      plain_us.push_back(microseconds_since(start));
+      keep(plain_us, start);
       GRAPHPOOL_CUDA_TRY(cudaGraphExecDestroy(exec), "plain");
       GRAPHPOOL_CUDA_TRY(cudaGraphDestroy(graph), "plain");
     }
-    std::printf("capture + instantiate per branch (median of %d)\n", captures);
+    std::printf("capture + instantiate per branch (median of %d, after one warm-up)\n", captures);
     std::printf("  %-48s %10.1f us\n", "graphpool session, declared arena (pool)", median(declared_us));
     std::printf("  %-48s %10.1f us\n", "graphpool session, window over shared pages", median(window_us));
     std::printf("  %-48s %10.1f us\n", "plain capture, cudaMallocAsync inside", median(plain_us));
     std::snprintf(line, sizeof(line),
-                  "  \"capture_instantiate_us\": {\"declared_arena\": %.2f, \"window\": %.2f, \"plain_capture\": %.2f},\n",
-                  median(declared_us), median(window_us), median(plain_us));
+                  "  \"capture_instantiate_us\": {\"captures\": %d, \"declared_arena\": %.2f, \"window\": %.2f, "
+                  "\"plain_capture\": %.2f},\n",
+                  captures, median(declared_us), median(window_us), median(plain_us));
     json += line;
 
     // 2. Host cost per launch of a tiny graph: forward then backward, through cudaGraphLaunch,
@@ -176,12 +200,15 @@ int main(int argc, char** argv) {
     variant_graphs graphs_on(launch_pool, {"cp1", "cp2"}, guard_on);
     graphs_off.capture(stream, variant_forward, variant_backward);
     graphs_on.capture(stream, variant_forward, variant_backward);
-    constexpr int launches = 2000;
+    // Each run times the four ways one after the other, from an idle stream; a run's launches are few
+    // enough not to fill the stream's launch queue (a full queue makes the host wait: it would time the GPU).
+    // Costs above cudaGraphLaunch are medians of each run's difference.
+    constexpr int launch_runs = 31;
     std::vector<double> raw_ns;
     std::vector<double> bank_ns;
     std::vector<double> off_ns;
     std::vector<double> on_ns;
-    for (int run = 0; run < 15; ++run) {
+    for (int run = -1; run < launch_runs; ++run) {  // run -1: the warm-up, not kept
       auto time_launches = [&](const std::function<void()>& pair) {
         GRAPHPOOL_CUDA_TRY(cudaStreamSynchronize(stream), "sync");
         const auto start = std::chrono::steady_clock::now();
@@ -190,36 +217,45 @@ int main(int argc, char** argv) {
         GRAPHPOOL_CUDA_TRY(cudaStreamSynchronize(stream), "sync");
         return ns;
       };
-      raw_ns.push_back(time_launches([&] {
+      const double direct = time_launches([&] {
         GRAPHPOOL_CUDA_TRY(cudaGraphLaunch(raw.get(), stream), "raw");
         GRAPHPOOL_CUDA_TRY(cudaGraphLaunch(raw.get(), stream), "raw");
-      }));
-      bank_ns.push_back(time_launches([&] {
+      });
+      const double through_bank = time_launches([&] {
         bank.launch({slot_id{0}, branch_id{0}, graph_phase::forward}, stream);
         bank.launch({slot_id{0}, branch_id{0}, graph_phase::backward}, stream);
-      }));
-      off_ns.push_back(time_launches([&] {
+      });
+      const double guard_off = time_launches([&] {
         graphs_off.forward(chunk_id{0}, 0, layer_id{0}, branch_id{1}, stream);
         graphs_off.backward(chunk_id{0}, 0, layer_id{0}, branch_id{1}, stream);
-      }));
-      on_ns.push_back(time_launches([&] {
+      });
+      const double guard_on = time_launches([&] {
         graphs_on.forward(chunk_id{0}, 0, layer_id{0}, branch_id{1}, stream);
         graphs_on.backward(chunk_id{0}, 0, layer_id{0}, branch_id{1}, stream);
-      }));
+      });
+      if (run < 0) continue;
+      raw_ns.push_back(direct);
+      bank_ns.push_back(through_bank);
+      off_ns.push_back(guard_off);
+      on_ns.push_back(guard_on);
     }
     GRAPHPOOL_CUDA_TRY(cudaFree(small), "small");
-    const double overhead_off = median(off_ns) - median(raw_ns);
-    std::printf("\nhost cost per launch (median of 15 runs of %d launches)\n", launches);
+    const double overhead_bank = median_difference(bank_ns, raw_ns);
+    const double overhead_off = median_difference(off_ns, raw_ns);
+    const double overhead_on = median_difference(on_ns, raw_ns);
+    std::printf("\nhost cost per launch (median of %d runs of %d launches, after one warm-up run; in brackets the\n"
+                "median of each run's difference from cudaGraphLaunch)\n", launch_runs, launches);
     std::printf("  %-48s %10.1f ns\n", "cudaGraphLaunch", median(raw_ns));
-    std::printf("  %-48s %10.1f ns (%+.1f)\n", "graph_bank::launch", median(bank_ns), median(bank_ns) - median(raw_ns));
+    std::printf("  %-48s %10.1f ns (%+.1f)\n", "graph_bank::launch", median(bank_ns), overhead_bank);
     std::printf("  %-48s %10.1f ns (%+.1f; target under 50)\n", "variant_graphs forward/backward, guard off",
                 median(off_ns), overhead_off);
-    std::printf("  %-48s %10.1f ns (%+.1f)\n", "variant_graphs forward/backward, guard on", median(on_ns),
-                median(on_ns) - median(raw_ns));
+    std::printf("  %-48s %10.1f ns (%+.1f)\n", "variant_graphs forward/backward, guard on", median(on_ns), overhead_on);
     std::snprintf(line, sizeof(line),
-                  "  \"launch_ns\": {\"cudaGraphLaunch\": %.1f, \"graph_bank\": %.1f, \"variant_graphs_guard_off\": %.1f, "
-                  "\"variant_graphs_guard_on\": %.1f, \"variant_graphs_overhead_guard_off\": %.1f},\n",
-                  median(raw_ns), median(bank_ns), median(off_ns), median(on_ns), overhead_off);
+                  "  \"launch_ns\": {\"runs\": %d, \"launches_per_run\": %d, \"cudaGraphLaunch\": %.1f, \"graph_bank\": %.1f, "
+                  "\"variant_graphs_guard_off\": %.1f, \"variant_graphs_guard_on\": %.1f, \"graph_bank_overhead\": %.1f, "
+                  "\"variant_graphs_overhead_guard_off\": %.1f, \"variant_graphs_overhead_guard_on\": %.1f},\n",
+                  launch_runs, launches, median(raw_ns), median(bank_ns), median(off_ns), median(on_ns), overhead_bank,
+                  overhead_off, overhead_on);
     json += line;
 
     // 3. Device memory for N branches of different sizes: 32 MiB of outputs plus the branch's saved bytes.
@@ -352,7 +388,7 @@ int main(int argc, char** argv) {
     std::fclose(out);
     std::printf("wrote %s\n", json_path.c_str());
     return within_target ? 0 : 1;
-  } catch (const graphpool::error& e) {
+  } catch (const std::exception& e) {  // graphpool's errors, and std::bad_alloc
     std::fprintf(stderr, "capture_memory failed: %s\n", e.what());
     return 1;
   }
