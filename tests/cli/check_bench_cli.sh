@@ -2,7 +2,9 @@
 # The benchmarks' command lines. --help prints the usage on stdout and exits 0; an unknown flag, a flag
 # without its value, a bad number and an output path that cannot be written exit 2 with one line on stderr
 # naming it, before anything is measured. With no CUDA device visible (CTest sets CUDA_VISIBLE_DEVICES=-1)
-# the GPU benchmarks print one line saying so, exit 77 and write no JSON: never a figure.
+# the GPU benchmarks print one line saying so, exit 77 and write no JSON: never a figure. planner_quality
+# on parts of its quick corpus: the JSON holds what the table prints and its summary follows from its cases
+# (check_planner_quality_json.py; needs python3: without it this test fails, having checked nothing).
 #   check_bench_cli.sh ALLOCATION_COST CAPTURE_MEMORY PLANNER_QUALITY
 set -uo pipefail
 allocation_cost=$1
@@ -70,5 +72,27 @@ for name in allocation_cost capture_memory; do
   [ -e "$tmp/$name.json" ] && fail "$name without a device wrote $tmp/$name.json"
 done
 
+# planner_quality: single schedules and unions, equal and unequal frames; then single schedules only, whose
+# union figures were measured over no plan and must read "-" in the table and null in the JSON.
+if ! command -v python3 >/dev/null 2>&1; then
+  fail "python3 is missing: planner_quality's JSON cannot be checked"
+else
+  "$planner_quality" --quick --only "1f1b pp2 " --json "$tmp/both.json" >"$tmp/both.txt" 2>&1 ||
+    fail "planner_quality --quick --only '1f1b pp2 ': exit $?: $(tail -n 3 "$tmp/both.txt")"
+  python3 "$here/check_planner_quality_json.py" "$tmp/both.json" "$tmp/both.txt" || fail "planner_quality's JSON and table"
+  "$planner_quality" --quick --only "1f1b pp2 r0 M=24 " --json "$tmp/single.json" >"$tmp/single.txt" 2>&1 ||
+    fail "planner_quality --quick --only '1f1b pp2 r0 M=24 ': exit $?: $(tail -n 3 "$tmp/single.txt")"
+  python3 "$here/check_planner_quality_json.py" "$tmp/single.json" "$tmp/single.txt" ||
+    fail "planner_quality's JSON and table, single schedules only"
+  grep -Eq "^m mod S +[0-9.]+ / [0-9.]+ +- / - " "$tmp/single.txt" || fail "no unions, yet the table prints union figures"
+  python3 - "$tmp/single.json" <<'PY' || fail "no unions, yet the JSON holds union figures"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+assert doc["only"] == "1f1b pp2 r0 M=24 " and "only the cases" in doc["corpus"], (doc["only"], doc["corpus"])
+for name, rule in doc["slot_rules_footprint_over_live_bound"].items():
+    assert rule["unions_median"] is None and rule["unions_worst"] is None, (name, rule)
+    assert rule["single_median"] is not None, (name, rule)
+PY
+fi
 [ $failures -eq 0 ] && echo "benchmark command lines: all checks passed"
 exit $((failures > 0))
