@@ -39,7 +39,10 @@ import json
 import math
 import sys
 
-from ortools.sat.python import cp_model
+try:
+    from ortools.sat.python import cp_model
+except ImportError:  # said in main(), after --help
+    cp_model = None
 
 
 def resting_heights(sizes, top):
@@ -166,26 +169,64 @@ def window_main(window, cases, seconds, target_ratio):
               f"events [{start}, {end}) ({len(clipped)} rectangles) under {target} x the live bound: {verdict}", flush=True)
 
 
+def refuse(message):
+    """A command line it cannot run: one line saying why, exit 2."""
+    print(f"slot_rule_optimum.py: {message}; see --help", file=sys.stderr)
+    sys.exit(2)
+
+
+def flag_value(args, flag, parse, what):
+    """The value after `flag` in `args` (both removed), parsed; None without the flag."""
+    if flag not in args:
+        return None
+    at = args.index(flag)
+    if at + 1 >= len(args):
+        refuse(f"{flag} needs {what}")
+    text = args[at + 1]
+    del args[at:at + 2]
+    try:
+        return parse(text)
+    except ValueError:
+        refuse(f"{flag} '{text}': not {what}")
+
+
+def window_bounds(text):
+    start, end = (int(x) for x in text.split(":"))
+    if not 0 <= start < end:
+        raise ValueError(text)
+    return f"{start}:{end}"
+
+
 def main():
     args = sys.argv[1:]
+    if "--help" in args or "-h" in args:
+        print(__doc__)
+        return
     target_only = "--target-only" in args
     args = [a for a in args if a != "--target-only"]
-    target_ratio = None
-    if "--target" in args:
-        at = args.index("--target")
-        target_ratio = float(args[at + 1])
-        del args[at:at + 2]
-    window = None
-    if "--window" in args:
-        at = args.index("--window")
-        window = args[at + 1]
-        del args[at:at + 2]
-    cases = json.load(open(args[0]))
-    seconds = float(args[1]) if len(args) > 1 else 60.0
+    target_ratio = flag_value(args, "--target", float, "a ratio to the live bound, e.g. 1.005")
+    window = flag_value(args, "--window", window_bounds, "START:END, two event indices with START < END")
+    unknown = [a for a in args if a.startswith("--")]
+    if unknown:
+        refuse(f"unknown flag '{unknown[0]}'")
+    if not args or len(args) > 3:
+        refuse("give misses.json (from graphpool_bench_planner_quality --misses), then optionally SECONDS and SCHEDULES")
+    if cp_model is None:
+        print("slot_rule_optimum.py: needs ortools (python3 -m pip install ortools)", file=sys.stderr)
+        sys.exit(1)
+    try:
+        with open(args[0]) as f:
+            cases = json.load(f)
+    except (OSError, ValueError) as e:
+        refuse(f"cannot read {args[0]}: {e}")
+    try:
+        seconds = float(args[1]) if len(args) > 1 else 60.0
+        heaviest = int(args[2]) if len(args) > 2 else 1000
+    except ValueError:
+        refuse(f"SECONDS and SCHEDULES are numbers, not {' '.join(args[1:])}")
     if window is not None:
         window_main(window, cases, seconds, target_ratio)
         return
-    heaviest = int(args[2]) if len(args) > 2 else 1000
     for case in cases:
         live = case["live_bound_bytes"]
         planned = case["schedule_rule_bytes"]
