@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -157,8 +158,8 @@ int main(int argc, char** argv) {
     }
     const double ratio = pool_ns / results[0].median_ns;
     std::printf("\narena view is %.0fx cheaper than the pool pair (target: at least 25x)\n", ratio);
-    double rmm_pool_ratio = 0;
-    double rmm_arena_ratio = 0;
+    double rmm_pool_ratio = std::nan("");  // without RMM: not measured, written null
+    double rmm_arena_ratio = std::nan("");
     if (rmm.available()) {
       rmm_pool_ratio = results[4].median_ns / results[0].median_ns;
       rmm_arena_ratio = results[5].median_ns / results[0].median_ns;
@@ -185,14 +186,9 @@ int main(int argc, char** argv) {
     }
     std::fprintf(out, "  ],\n  \"pool_over_arena_view\": %.2f,\n  \"pool_over_arena_cursor\": %.2f,\n", ratio,
                  pool_ns / results[1].median_ns);
-    // Without RMM its ratios were not measured: null, never a number.
-    auto ratio_json = [&](double value) {
-      char text[32];
-      std::snprintf(text, sizeof(text), "%.2f", value);
-      return rmm.available() ? std::string(text) : std::string("null");
-    };
     std::fprintf(out, "  \"rmm\": \"%s\",\n  \"rmm_pool_over_arena_view\": %s,\n  \"rmm_arena_over_arena_view\": %s,\n",
-                 rmm.describe().c_str(), ratio_json(rmm_pool_ratio).c_str(), ratio_json(rmm_arena_ratio).c_str());
+                 rmm.describe().c_str(), graphpool::bench::json_figure(rmm_pool_ratio, 2).c_str(),
+                 graphpool::bench::json_figure(rmm_arena_ratio, 2).c_str());
     std::fprintf(out, "  \"target_ratio\": 25,\n  \"sink\": %llu\n}\n", static_cast<unsigned long long>(sink & 1));
     std::fclose(out);
     std::printf("wrote %s\n", json_path.c_str());

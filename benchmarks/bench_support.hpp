@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
@@ -32,6 +33,18 @@ inline double median(std::vector<double> values) {
   const std::size_t n = values.size();
   return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
 }
+
+/// `value` printed with `digits` decimals, or "-" for NaN: a figure taken over nothing (no plans of a
+/// kind, an allocator not built in), which is never printed as a number.
+inline std::string figure(double value, int digits) {
+  if (std::isnan(value)) return "-";
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.*f", digits, value);
+  return text;
+}
+
+/// The same as a JSON number, or null.
+inline std::string json_figure(double value, int digits) { return std::isnan(value) ? "null" : figure(value, digits); }
 
 /// The JSON member naming the commit: `  "commit": "<sha>",` and a newline.
 inline std::string commit_json() { return std::string("  \"commit\": \"") + GRAPHPOOL_GIT_COMMIT + "\",\n"; }

@@ -292,16 +292,8 @@ std::size_t equal_size_optimum(const problem& input, const plan& result) {
 
 double ratio(std::size_t a, std::size_t b) { return b == 0 ? 1.0 : static_cast<double>(a) / static_cast<double>(b); }
 
-// `value` printed with `digits` decimals, or "-" where there were no values to take it from.
-std::string figure(double value, int digits) {
-  if (std::isnan(value)) return "-";
-  char text[32];
-  std::snprintf(text, sizeof(text), "%.*f", digits, value);
-  return text;
-}
-
-// The same as a JSON number, or null.
-std::string json_figure(double value, int digits) { return std::isnan(value) ? "null" : figure(value, digits); }
+using graphpool::bench::figure;
+using graphpool::bench::json_figure;
 
 constexpr const char* help = R"(usage: graphpool_bench_planner_quality [--json PATH] [--quick | --random-sizes SEED:COUNT] [--threads N]
                                        [--misses PATH [--misses-above RATIO]] [--only TEXT]
@@ -486,7 +478,7 @@ int main(int argc, char** argv) {
       ++above_target;
       above_target_proven_optimal += r.optimum == r.offsets ? 1 : 0;
     }
-    if (r.optimum > 0 && !(ratio(r.offsets, r.optimum) <= worst_over_optimum)) worst_over_optimum = ratio(r.offsets, r.optimum);
+    if (r.optimum > 0) worst_over_optimum = std::fmax(worst_over_optimum, ratio(r.offsets, r.optimum));  // fmax skips NaN
   }
   std::printf("planner quality over %zu plans (footprint / clique lower bound)\n\n", rows.size());
   std::printf("%-30s %8s %8s %8s\n", "", "median", "p90", "worst");
