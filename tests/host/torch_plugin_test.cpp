@@ -10,6 +10,7 @@
 
 #include "catch.hpp"
 #include "graphpool/alignment.hpp"
+#include "graphpool/capture/segment_pool.hpp"
 #include "graphpool/error.hpp"
 #include "torch_plugin.hpp"
 
@@ -238,6 +239,41 @@ TEST_CASE("torch plug-in: lay-out maps persistent pages to planned frames and th
   CHECK(pool.deallocate(a));
   CHECK(pool.deallocate(b));
   CHECK(pool.deallocate(c));
+}
+
+TEST_CASE("segment pool: a lay-out that does not fit its block changes no window and may be given again", "[torch][errors]") {
+  std::vector<stand_in_arena*> arenas;
+  graphpool::segment_pool<stand_in_arena> pool(
+      [&](std::size_t windows, std::size_t capacity) {
+        auto arena = std::make_unique<stand_in_arena>(windows, capacity);
+        arenas.push_back(arena.get());
+        return arena;
+      },
+      [](std::size_t bytes) { return std::make_shared<const stand_in_block>(stand_in_block{bytes}); }, 1, 2,
+      {"cp1", "cp2"}, std::size_t{1} << 34, granule);
+  pool.select(at(0, 0, 0));
+  auto* a = static_cast<std::byte*>(pool.allocate(granule));
+  CHECK(pool.add_persistent(at(0, 0, 0), a, 1));
+  pool.select(at(0, 1, 1));
+  auto* b = static_cast<std::byte*>(pool.allocate(2 * granule));
+  CHECK(pool.add_persistent(at(0, 1, 1), b, 2 * granule));
+  REQUIRE(arenas.size() == 2);
+
+  CHECK_THROWS_WITH(pool.lay_out({0}, 3 * granule), contains_text("1 offsets for 2 frames; give one offset per (chunk, slot)"));
+  // Slot 1's two persistent pages from page 2 of a 3-page block run past its end: refused before slot 0 is remapped.
+  CHECK_THROWS_WITH(pool.lay_out({0, 2 * granule}, 3 * granule),
+                    contains_text("frame 1 (chunk 0, slot 1) (cp2): 2 persistent page(s) from offset"));
+  CHECK(arenas[0]->runs_.empty());
+  CHECK(arenas[1]->runs_.empty());
+  CHECK_FALSE(pool.laid_out());
+  CHECK(pool.physical_bytes() == 3 * granule);  // the frames' own pages, no block
+
+  pool.lay_out({0, granule}, 3 * granule);
+  CHECK(pool.laid_out());
+  CHECK(arenas[0]->runs_.size() == 2);
+  CHECK(arenas[1]->runs_.size() == 2);
+  CHECK(pool.deallocate(a));
+  CHECK(pool.deallocate(b));
 }
 
 TEST_CASE("liveness runs: persistent pages packed from the frame's offset, the rest packed on the scratch", "[torch]") {

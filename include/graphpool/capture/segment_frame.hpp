@@ -80,19 +80,28 @@ class segment_frame final {
   /// @return the physical bytes behind the frame: its largest branch, rounded to the granularity.
   [[nodiscard]] std::size_t physical_bytes() const { return arena_ ? arena_->physical_bytes() : 0; }
 
-  /// @brief Maps every window anew: its persistent pages in order from `frame_offset` of `persistent`,
-  /// every other used page on `scratch` from its start. `what` names the frame in errors.
+  /// @brief Where every window's pages go when laid out: its persistent pages in order from `frame_offset`
+  /// of `persistent`, every other used page on `scratch` from its start (one list per window; none
+  /// without an arena). Changes nothing, so segment_pool checks every frame before remapping any.
+  /// `what` names the frame in errors.
   /// @throws graphpool::error when the persistent pages run past the block's end.
-  void lay_out(const std::shared_ptr<const block_type>& persistent, std::size_t frame_offset,
-               const std::shared_ptr<const block_type>& scratch, const std::string& what,
-               const std::vector<std::string>& branches) {
-    if (!arena_) return;
+  [[nodiscard]] std::vector<std::vector<basic_page_run<block_type>>> lay_out_runs(
+      const std::shared_ptr<const block_type>& persistent, std::size_t frame_offset,
+      const std::shared_ptr<const block_type>& scratch, const std::string& what,
+      const std::vector<std::string>& branches) const {
     std::vector<std::vector<basic_page_run<block_type>>> runs;
+    if (!arena_) return runs;
     for (std::size_t b = 0; b < used_.size(); ++b) {
       runs.push_back(liveness_runs(used_pages(b), persistent_[b], persistent, frame_offset, scratch, page_bytes_,
                                    what + " (" + branches[b] + ")"));
     }
-    arena_->remap(runs);
+    return runs;
+  }
+
+  /// @brief Maps every window anew by `runs` from lay_out_runs(); does nothing without an arena.
+  /// @throws what the arena's remap() throws.
+  void remap(const std::vector<std::vector<basic_page_run<block_type>>>& runs) {
+    if (arena_) arena_->remap(runs);
   }
 
  private:

@@ -201,14 +201,16 @@ class segment_pool final {
   /// `frame_offsets[i]` (chunk-major, then slot; whole pages) of one block of `persistent_bytes`, every
   /// other used page on one shared scratch block. The frames' growable memory is released. Once, after
   /// the captures and before any replay (contents are not carried over).
-  /// @throws graphpool::error when a frame's persistent pages run past the block's end, or a second
-  /// time; frames remapped before an error stay remapped (make a new pool and capture again).
+  /// @throws graphpool::error for offsets that are not one per frame, when a frame's persistent pages run
+  /// past the block's end (naming the frame's chunk and slot), or a second time; nothing is remapped then
+  /// and lay_out() may be called again. When the driver refuses a mapping, frames remapped before it stay
+  /// remapped (make a new pool and capture again).
   void lay_out(const std::vector<std::size_t>& frame_offsets, std::size_t persistent_bytes) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (laid_out_) throw error("segment_pool::lay_out: the frames were laid out already");
     if (frame_offsets.size() != frames_.size()) {
       throw error("segment_pool::lay_out: " + std::to_string(frame_offsets.size()) + " offsets for " +
-                  std::to_string(frames_.size()) + " frames");
+                  std::to_string(frames_.size()) + " frames; give one offset per (chunk, slot) frame, chunk-major");
     }
     std::size_t scratch_pages = 0;
     for (const frame& f : frames_) {
@@ -216,10 +218,16 @@ class segment_pool final {
     }
     std::shared_ptr<const block_type> persistent = persistent_bytes > 0 ? make_block_(persistent_bytes) : nullptr;
     std::shared_ptr<const block_type> scratch = scratch_pages > 0 ? make_block_(scratch_pages * page_bytes_) : nullptr;
+    // Every frame's runs first: a plan that does not fit the block is refused before any window changes.
+    std::vector<std::vector<std::vector<run>>> runs;
+    runs.reserve(frames_.size());
     for (std::size_t i = 0; i < frames_.size(); ++i) {
-      frames_[i].lay_out(persistent, frame_offsets[i], scratch, "segment_pool::lay_out: frame " + std::to_string(i),
-                         branches_);
+      const std::string what = "segment_pool::lay_out: frame " + std::to_string(i) + " (chunk " +
+                               std::to_string(i / static_cast<std::size_t>(slots_)) + ", slot " +
+                               std::to_string(i % static_cast<std::size_t>(slots_)) + ")";
+      runs.push_back(frames_[i].lay_out_runs(persistent, frame_offsets[i], scratch, what, branches_));
     }
+    for (std::size_t i = 0; i < frames_.size(); ++i) frames_[i].remap(runs[i]);
     blocks_ = {persistent, scratch};
     scratch_bytes_ = scratch_pages * page_bytes_;
     laid_out_ = true;
