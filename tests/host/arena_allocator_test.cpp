@@ -245,6 +245,23 @@ TEST_CASE("unknown slots, branches, arenas and taken names are errors", "[arena]
   CHECK_THROWS_WITH(arenas.view(slot_id{9}, branch_id{0}), contains_text("view: unknown slot 9"));
 }
 
+TEST_CASE("a slot named after a declared arena is refused as the call made, changing nothing", "[arena][errors]") {
+  host_resource upstream;
+  arena_allocator<host_resource> arenas(upstream);
+  const graphpool::arena_id shared = arenas.declare_arena("shared");
+  // A slot's own arena takes the slot's name, so the clash is the slot's: the message names declare_slot.
+  CHECK_THROWS_WITH(arenas.declare_slot("shared"),
+                    contains_text("declare_slot('shared'): the slot's own arena would be named 'shared', but an arena of "
+                                  "that name exists; rename the slot, or place it in that arena"));
+  CHECK(arenas.statistics().arenas.size() == 1);
+  const slot_id slot = arenas.declare_slot("shared", shared);
+  CHECK(slot.index == 0);
+  arenas.declare_branch(slot, "x", saved_only(8));
+  CHECK_THROWS_WITH(arenas.declare_arena("shared"), contains_text("give every arena a name of its own"));
+  arenas.reserve();
+  CHECK(arenas.statistics().arenas.size() == 1);
+}
+
 TEST_CASE("declarations after reserve() are errors until release()", "[arena][errors]") {
   counting_resource upstream;
   arena_allocator<counting_resource> arenas(upstream);
