@@ -1,6 +1,11 @@
 #pragma once
 /// @file plan.hpp
 /// @brief The plan layer in one include: schedules, liveness, assignment, reports. No CUDA header.
+///
+/// Thread-safety: the layer's functions (make_plan, from_json, the schedule parsers, ...) are pure: they
+/// read only their arguments and keep no static or shared state (searches seed their own generators), so
+/// any number of threads may call them at once. Its types are values: const use from several threads is
+/// safe, changing one while another thread reads it is not.
 
 #include "graphpool/plan/bounded_layout.hpp"
 #include "graphpool/plan/coloring.hpp"

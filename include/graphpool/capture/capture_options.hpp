@@ -17,6 +17,8 @@ class capture_session;
 enum class persistent_kind { output, saved };
 
 /// @brief Where a session's persistent requests go. Implementations: capture/persistent_memory.hpp.
+///
+/// Thread-safety: not thread-safe; an object serves one capture at a time, on its capturing thread.
 class persistent_memory {
  public:
   virtual ~persistent_memory() = default;

@@ -164,6 +164,7 @@ class replaying_branch final : public persistent_memory {
 /// @brief Persistent requests of branch `window` bumped through its window of a growing
 /// shared_window_arena: no layout is declared up front, one capture per branch suffices, and the
 /// arena's physical memory is the largest branch's high-water mark. Each capture starts at offset 0.
+/// Captures on several threads may each use a window_branch of one arena (the arena is thread-safe).
 class window_branch final : public persistent_memory {
  public:
   window_branch(shared_window_arena& arena, std::size_t window) : arena_(arena), window_(window) {

@@ -59,8 +59,10 @@ struct variant_options {
 /// is not live; a forward whose launch fails gives its claim back.
 ///
 /// `Session` is capture_session; the host tests use a stand-in with the same members.
-/// Thread-safety: set-up (measure to capture) runs on one thread; launches go on one stream from one
-/// thread at a time (graph memory is shared only among graphs launched on one stream).
+/// Thread-safety: not thread-safe; one thread at a time. Set-up (measure to capture) runs on one thread;
+/// launches go on one stream from one thread at a time (graph memory is shared only among graphs launched
+/// on one stream). Const members may run concurrently with each other, never with set-up, begin_step(),
+/// a launch or release() (report() reads the launch count they change).
 template <class Upstream, class Session = capture_session>
 class variant_graphs final {
  public:

@@ -59,7 +59,7 @@ inline void report_in_destructor(CUresult status, const char* what) noexcept {
 /// One cuMemCreate per page: the driver maps a physical allocation only from its start (cuMemMap's
 /// offset must be 0), so a window can point page by page into a block only when every page is an
 /// allocation of its own. Released when the last arena mapping it and its owner are gone (hold it by
-/// shared_ptr).
+/// shared_ptr). Thread-safety: immutable once made; its members may be called from several threads at once.
 class physical_block final {
  public:
   /// @brief `bytes` (a multiple of `page_bytes`, the granularity) on `device`. @throws graphpool::error
