@@ -45,7 +45,15 @@ graphpool_status graphpool_push_persistent(graphpool_capture_resource* resource,
 }
 
 graphpool_status graphpool_pop_persistent(graphpool_capture_resource* resource) {
-  return guarded([&] { unwrap(resource).pop_persistent(); });
+  return guarded([&] {
+    graphpool::capture_resource& plug = unwrap(resource);
+    // The C++ scope's pop is a destructor and may not fail; from C an unbalanced pop is a caller's bug to report.
+    if (!plug.persistent()) {
+      throw graphpool::error(plug.session().where() + ": graphpool_pop_persistent with no persistent scope open; "
+                             "pair each pop with an earlier graphpool_push_persistent");
+    }
+    plug.pop_persistent();
+  });
 }
 
 const char* graphpool_last_error(void) { return graphpool::bindings::last_error().c_str(); }

@@ -3,6 +3,8 @@
  * A C++ runtime creates a graphpool::capture_resource for each capture and hands its address to C code
  * as a graphpool_capture_resource*. Calls return GRAPHPOOL_OK or GRAPHPOOL_ERROR; after an error,
  * graphpool_last_error() gives the message (per thread, valid until the thread's next call).
+ * Thread-safety: a graphpool_capture_resource belongs to the thread that captures (as its C++ session does):
+ * call these functions for one resource from that thread only; different resources are independent.
  * Implemented in bindings/c_api.cpp: the shared library libgraphpool_c.so, CMake target graphpool::c_api (in
  * the build tree and in the installed package: find_package(graphpool), then link graphpool::c_api). */
 #ifndef GRAPHPOOL_C_API_H
@@ -33,7 +35,8 @@ graphpool_status graphpool_allocate(graphpool_capture_resource* resource, void* 
 graphpool_status graphpool_deallocate(graphpool_capture_resource* resource, void* stream, void* ptr, size_t bytes,
                                       size_t alignment);
 
-/* Enters / leaves a persistent scope (scopes nest). */
+/* Enters / leaves a persistent scope (scopes nest). A pop with no scope open fails, naming the capture;
+ * nothing changes then. */
 graphpool_status graphpool_push_persistent(graphpool_capture_resource* resource, graphpool_persistent_kind kind);
 graphpool_status graphpool_pop_persistent(graphpool_capture_resource* resource);
 

@@ -47,6 +47,10 @@ TEST_CASE("the C ABI routes transient and persistent requests", "[gpu][capture][
     CHECK(graphpool_allocate(handle, c.stream(), 1 * MiB, 256, &workspace) == GRAPHPOOL_ERROR);  // one output declared
     CHECK_THAT(std::string(graphpool_last_error()), contains_text("output request 1 (1048576 B @256) is beyond"));
     REQUIRE(graphpool_pop_persistent(handle) == GRAPHPOOL_OK);
+    CHECK(graphpool_pop_persistent(handle) == GRAPHPOOL_ERROR);  // unbalanced: no scope is open
+    CHECK_THAT(std::string(graphpool_last_error()),
+               contains_text("capture of slot 's' branch 'b': graphpool_pop_persistent with no persistent scope open"));
+    CHECK_FALSE(plug.persistent());
     CHECK(graphpool_push_persistent(handle, static_cast<graphpool_persistent_kind>(7)) == GRAPHPOOL_ERROR);
     fill_pattern(persistent, 1 * MiB, 3, c.stream());
     REQUIRE(graphpool_deallocate(handle, c.stream(), workspace, 2 * MiB, 256) == GRAPHPOOL_OK);
