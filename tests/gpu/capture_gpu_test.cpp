@@ -315,6 +315,53 @@ TEST_CASE("two threads capture on two streams at once", "[gpu][capture][threads]
   CHECK(count_mismatches(saved[1], 8 * MiB, 41, s.stream) == 0);
 }
 
+TEST_CASE("graph_bank: launches of one key from several threads all run, one at a time", "[gpu][bank][threads]") {
+  stream_guard first;
+  no_persistent_memory none;
+  device_counter mismatches;
+  void* buffer = nullptr;
+  GRAPHPOOL_CUDA_TRY(cudaMalloc(&buffer, 64 * 1024), "buffer");
+  fill_pattern(buffer, 64 * 1024, 1, first.stream);
+  graph_bank bank;
+  const graph_key key{slot_id{0}, branch_id{0}, graph_phase::other};
+  bank.add(key, capture_session::capture(first.stream, none, "shared", "b0", [&](capture_session& c) {
+    add_mismatches(buffer, 64 * 1024, 2, mismatches.value, c.stream());  // pattern 1 read as pattern 2: every launch counts
+  }));
+  GRAPHPOOL_CUDA_TRY(cudaStreamSynchronize(first.stream), "sync");
+  mismatches.reset();
+  bank.launch(key, first.stream);
+  GRAPHPOOL_CUDA_TRY(cudaStreamSynchronize(first.stream), "sync");
+  const unsigned long long per_launch = mismatches.read();
+  REQUIRE(per_launch > 0);
+  mismatches.reset();
+  constexpr int threads = 4;
+  constexpr int launches = 50;
+  std::atomic<int> ready{0};
+  std::atomic<int> failures{0};
+  std::vector<std::thread> launchers;
+  for (int t = 0; t < threads; ++t) {
+    launchers.emplace_back([&] {
+      try {
+        stream_guard s;
+        ++ready;
+        while (ready.load() < threads) {
+        }
+        for (int i = 0; i < launches; ++i) bank.launch(key, s.stream);
+        GRAPHPOOL_CUDA_TRY(cudaStreamSynchronize(s.stream), "sync");
+      } catch (...) {
+        ++failures;
+      }
+    });
+  }
+  for (auto& thread : launchers) thread.join();
+  CHECK(failures == 0);
+  CHECK(mismatches.read() == per_launch * threads * launches);
+  const graph_memory_report report = bank.report();
+  CHECK(report.launches == 1 + threads * launches);
+  CHECK(report.streams_used == 1 + threads);
+  GRAPHPOOL_CUDA_TRY(cudaFree(buffer), "free");
+}
+
 TEST_CASE("measure then capture: identical addresses, and a diverging request is reported", "[gpu][capture][measure]") {
   cuda_pool_resource pool;
   arena_allocator<cuda_pool_resource> arenas(pool);

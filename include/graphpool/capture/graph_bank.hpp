@@ -84,7 +84,7 @@ struct graph_memory_report {
 
 /// @brief Remembers which streams launched, to warn when graph memory may be held once per stream.
 ///
-/// Thread-safety: note() and count() may be called from several threads at once.
+/// Thread-safety: note(), describe() and reset() may be called from several threads at once.
 class launch_streams final {
  public:
   void note(cudaStream_t stream) {
@@ -137,8 +137,9 @@ inline void trim_graph_memory(int device, const char* context) {
 /// The building block for captures keyed by hand; variant_graphs (variant_graphs.hpp) runs the whole
 /// flow from a plan, with the guard.
 ///
-/// Thread-safety: add() must not run concurrently with other calls; launch() and report() may be
-/// called from several threads at once.
+/// Thread-safety: add() must not run concurrently with other calls. launch(), contains(), report(),
+/// trim() and reset_streams() may be called from several threads at once; launches of one key are
+/// serialized by a lock of their own (CUDA graph executables are not thread-safe).
 class graph_bank final {
  public:
   /// @brief A bank on the current device.
@@ -149,7 +150,7 @@ class graph_bank final {
   void add(graph_key key, graph_executable executable) {
     if (!executable) throw error("graph_bank::add: the executable for " + key.describe() + " is empty");
     if (entries_.count(key) != 0) throw error("graph_bank::add: " + key.describe() + " already has an executable");
-    entries_.emplace(key, std::move(executable));
+    entries_[key].executable = std::move(executable);
   }
 
   /// @return true when `key` has an executable.
@@ -160,7 +161,10 @@ class graph_bank final {
   void launch(graph_key key, cudaStream_t stream) {
     const auto found = entries_.find(key);
     if (found == entries_.end()) throw error("graph_bank::launch: no executable for " + key.describe());
-    found->second.launch(stream);
+    {
+      std::lock_guard<std::mutex> lock(found->second.launching);
+      found->second.executable.launch(stream);
+    }
     launches_.fetch_add(1, std::memory_order_relaxed);
     streams_.note(stream);
   }
@@ -179,8 +183,13 @@ class graph_bank final {
   void reset_streams() { streams_.reset(); }
 
  private:
+  struct entry {
+    graph_executable executable;
+    std::mutex launching;  // cudaGraphLaunch of one executable from two threads at once is not allowed
+  };
+
   int device_ = 0;
-  std::map<graph_key, graph_executable> entries_;
+  std::map<graph_key, entry> entries_;
   std::atomic<std::size_t> launches_{0};
   launch_streams streams_;
 };
