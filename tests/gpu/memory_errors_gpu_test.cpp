@@ -6,7 +6,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "catch.hpp"
 #include "graphpool/detail/cuda_check.hpp"
@@ -89,6 +91,35 @@ TEST_CASE("a window arena needs a window and grows only within its capacity", "[
   CHECK_THROWS_WITH(vmm.allocate_windows(64, 3, 2),
                     contains_text("shared_physical_resource::allocate_windows of 64 bytes: alignment 3 is not a power"));
   CHECK(vmm.physical_bytes() == 0);
+}
+
+TEST_CASE("a window capacity that overflows once rounded is an error, not a window of 0 bytes", "[gpu][errors][vmm]") {
+  shared_physical_resource vmm;
+  constexpr std::size_t most = std::numeric_limits<std::size_t>::max();
+  CHECK_THROWS_WITH(vmm.make_arena(2, most), contains_text("shared_window_arena: 2 window(s) of " + std::to_string(most) +
+                                                           " bytes of address space: size overflows size_t"));
+  CHECK_THROWS_WITH(vmm.make_arena(3, most / 2), contains_text("overflows size_t; ask for a smaller capacity or fewer windows"));
+  CHECK_THROWS_WITH(graphpool::shared_window_arena(this_device(), 1, 4 * MiB, 3 * MiB), contains_text("alignment 3145728 is not a power of two"));
+  CHECK(cudaGetLastError() == cudaSuccess);
+}
+
+TEST_CASE("remap names what is wrong with a run, and leaves the arena as it was", "[gpu][errors][vmm]") {
+  shared_physical_resource vmm;
+  auto arena = vmm.make_arena(1, 4 * MiB);
+  arena->ensure(2 * MiB);
+  const std::size_t page = arena->granularity();
+  const auto block = std::make_shared<const graphpool::physical_block>(this_device(), 2 * page, page);
+  using runs = std::vector<std::vector<graphpool::page_run>>;
+  CHECK_THROWS_WITH(arena->remap(runs{{{0, block, 0, 0}}}), contains_text("window 0 run at 0 B of 0 B is empty; nothing"));
+  CHECK_THROWS_WITH(arena->remap(runs{{{0, block, page, 2 * page}}}),
+                    contains_text("runs past the block's " + graphpool::detail::format_bytes(2 * page)));
+  CHECK_THROWS_WITH(arena->remap(runs{{{0, block, 1, page}}}), contains_text("is not in whole"));
+  CHECK_THROWS_WITH(arena->remap(runs{{{arena->capacity(), block, 0, page}}}), contains_text("runs past the window's"));
+  CHECK(arena->physical_bytes() == 2 * MiB);  // still its own chunk, still growable
+  arena->ensure(4 * MiB);
+  CHECK(arena->physical_bytes() == 4 * MiB);
+  arena->remap(runs{{{0, block, 0, 2 * page}}});
+  CHECK(arena->physical_bytes() == 0);
 }
 
 // Tagged: compute-sanitizer reports the planted cuMemAddressReserve failure as an API error.

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -38,17 +39,29 @@ class shared_window_arena final {
  public:
   using block_type = physical_block;
 
-  /// @brief Reserves `windows` windows of `capacity` bytes of address space each on `device`; maps nothing yet.
+  /// @brief Reserves `windows` windows of `capacity` bytes of address space each on `device`, each window
+  /// aligned to `alignment` (0: the granularity); maps nothing yet.
+  /// @throws graphpool::error for no window, an alignment that is not a power of two, windows whose address
+  /// space overflows size_t once rounded to the granularity, or when the driver refuses the address space.
   shared_window_arena(int device, std::size_t windows, std::size_t capacity, std::size_t alignment = 0)
       : driver_(detail::vmm_driver::get()), device_(device), windows_(windows) {
     if (windows == 0) throw error("shared_window_arena: at least one window is needed");
+    const std::string what = "shared_window_arena: " + std::to_string(windows) + " window(s) of " +
+                             std::to_string(capacity) + " bytes of address space";
+    if (alignment != 0) detail::check_alignment(alignment, what);
     CUmemAllocationProp prop = allocation_prop();
     std::size_t granularity = 0;
     check(driver_.granularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM), "cuMemGetAllocationGranularity");
     granularity_ = granularity;
     const std::size_t window_alignment = std::max(granularity_, alignment);
-    capacity_ = align_up(std::max<std::size_t>(capacity, 1), window_alignment);
-    stride_ = capacity_ + window_alignment;  // the gap: never mapped
+    // Rounded without a check, a capacity near SIZE_MAX wrapped to a window of 0 bytes.
+    capacity_ = detail::checked_align_up(std::max<std::size_t>(capacity, 1), window_alignment, what);
+    stride_ = detail::checked_add(capacity_, window_alignment, what);  // the gap: never mapped
+    if (stride_ > std::numeric_limits<std::size_t>::max() / windows_) {
+      throw error(what + ": " + std::to_string(windows_) + " x " + std::to_string(stride_) +
+                  " bytes (each window rounded to the granularity, plus its gap) overflows size_t; ask for a smaller "
+                  "capacity or fewer windows");
+    }
     CUdeviceptr base = 0;
     check(driver_.address_reserve(&base, stride_ * windows_, window_alignment, 0, 0),
           "reserving " + detail::format_bytes(stride_ * windows_) + " of address space (cuMemAddressReserve)");
@@ -79,6 +92,7 @@ class shared_window_arena final {
                   detail::format_bytes(capacity_) + "; create the arena with a larger capacity");
     }
     if (!runs_.empty()) throw error("shared_window_arena: cannot grow an arena after remap()");
+    chunks_.reserve(chunks_.size() + 1);  // so recording the chunk cannot fail once it is mapped
     chunk grown{0, mapped_, align_up(bytes, granularity_) - mapped_};
     grown.handle = detail::create_physical(driver_, device_, grown.bytes, "shared_window_arena",
                                            "to grow the arena from " + detail::format_bytes(mapped_) + " to " +
@@ -113,12 +127,11 @@ class shared_window_arena final {
     std::vector<mapped_run> placed;
     for (std::size_t w = 0; w < windows_; ++w) {
       for (const page_run& run : runs[w]) {
-        if (!run.block || run.bytes == 0 || run.window_offset % granularity_ != 0 || run.block_offset % granularity_ != 0 ||
-            run.bytes % granularity_ != 0 || run.window_offset + run.bytes > capacity_ ||
-            run.block_offset + run.bytes > run.block->bytes() || run.block->page_bytes() != granularity_) {
+        const std::string fault = run_fault(run);
+        if (!fault.empty()) {
           throw error("shared_window_arena::remap: window " + std::to_string(w) + " run at " +
-                      detail::format_bytes(run.window_offset) + " of " + detail::format_bytes(run.bytes) +
-                      " is empty, unaligned to " + detail::format_bytes(granularity_) + ", or outside its window or block");
+                      detail::format_bytes(run.window_offset) + " of " + detail::format_bytes(run.bytes) + " " + fault +
+                      "; nothing was remapped");
         }
       }
     }
@@ -174,6 +187,26 @@ class shared_window_arena final {
   };
 
   [[nodiscard]] CUmemAllocationProp allocation_prop() const noexcept { return detail::device_allocation(device_); }
+
+  // What is wrong with `run` for remap(), or "" when nothing is.
+  [[nodiscard]] std::string run_fault(const page_run& run) const {
+    using detail::format_bytes;
+    if (!run.block) return "has no block";
+    if (run.bytes == 0) return "is empty";
+    if (run.block->page_bytes() != granularity_) {
+      return "maps a block of " + format_bytes(run.block->page_bytes()) + " pages, not the arena's " + format_bytes(granularity_);
+    }
+    if (run.window_offset % granularity_ != 0 || run.block_offset % granularity_ != 0 || run.bytes % granularity_ != 0) {
+      return "(block offset " + format_bytes(run.block_offset) + ") is not in whole " + format_bytes(granularity_) + " pages";
+    }
+    if (run.bytes > capacity_ || run.window_offset > capacity_ - run.bytes) {
+      return "runs past the window's " + format_bytes(capacity_);
+    }
+    if (run.bytes > run.block->bytes() || run.block_offset > run.block->bytes() - run.bytes) {
+      return "from block offset " + format_bytes(run.block_offset) + " runs past the block's " + format_bytes(run.block->bytes());
+    }
+    return {};
+  }
 
   void map_readwrite(CUdeviceptr at, std::size_t bytes, CUmemGenericAllocationHandle handle, std::size_t offset) {
     check(driver_.map(at, bytes, offset, handle, 0), "cuMemMap");
