@@ -100,8 +100,13 @@ class cuda_pool_resource final {
     const auto raw_address = reinterpret_cast<std::uintptr_t>(raw);
     const auto aligned = reinterpret_cast<void*>(align_up(raw_address, alignment));
     if (aligned != raw) {
-      std::lock_guard<std::mutex> lock(padding_mutex_);
-      padded_allocations_.emplace(aligned, raw);
+      try {
+        std::lock_guard<std::mutex> lock(padding_mutex_);
+        padded_allocations_.emplace(aligned, raw);
+      } catch (...) {
+        GRAPHPOOL_CUDA_REPORT(cudaFreeAsync(raw, stream));  // unrecorded, it could never be freed
+        throw;
+      }
     }
     return aligned;
   }
@@ -122,10 +127,16 @@ class cuda_pool_resource final {
   }
 
   /// @brief Allocation that is complete when it returns (ordered on the calling thread's default stream).
+  /// @throws graphpool::error as allocate(), or when synchronizing fails; nothing is held then.
   [[nodiscard]] void* allocate_sync(std::size_t bytes, std::size_t alignment = default_alignment) {
     void* ptr = allocate(cudaStreamPerThread, bytes, alignment);
-    GRAPHPOOL_CUDA_TRY(cudaStreamSynchronize(cudaStreamPerThread),
-                       "cuda_pool_resource::allocate_sync of " + std::to_string(bytes) + " bytes");
+    try {
+      GRAPHPOOL_CUDA_TRY(cudaStreamSynchronize(cudaStreamPerThread),
+                         "cuda_pool_resource::allocate_sync of " + std::to_string(bytes) + " bytes");
+    } catch (...) {
+      deallocate(cudaStreamPerThread, ptr, bytes, alignment);  // the caller never sees ptr: give it back
+      throw;
+    }
     return ptr;
   }
 
