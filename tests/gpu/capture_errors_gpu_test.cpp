@@ -116,7 +116,7 @@ TEST_CASE("the graph bank refuses an empty executable, a second one for a key, a
 TEST_CASE("a window branch names a window the arena does not have", "[gpu][capture][errors][vmm]") {
   shared_physical_resource vmm;
   auto arena = vmm.make_arena(2, 4 * MiB);
-  CHECK_THROWS_WITH(window_branch(*arena, 2), contains_text("window_branch: window 2 of an arena with 2 window(s)"));
+  CHECK_THROWS_WITH(window_branch(*arena, 2), contains_text("window_branch: window 2 of an arena with 2 window(s); windows are numbered from 0"));
   CHECK_NOTHROW(window_branch(*arena, 1));
   // A request beyond the arena's capacity: the arena's message, named by the capture.
   window_branch branch(*arena, 1);

@@ -170,7 +170,8 @@ class window_branch final : public persistent_memory {
   window_branch(shared_window_arena& arena, std::size_t window) : arena_(arena), window_(window) {
     if (window >= arena.windows()) {
       throw error("window_branch: window " + std::to_string(window) + " of an arena with " +
-                  std::to_string(arena.windows()) + " window(s)");
+                  std::to_string(arena.windows()) + " window(s); windows are numbered from 0 (one per branch): make "
+                  "the arena with a window for every branch");
     }
   }
 
