@@ -315,7 +315,7 @@ TEST_CASE("two threads capture on two streams at once", "[gpu][capture][threads]
   CHECK(count_mismatches(saved[1], 8 * MiB, 41, s.stream) == 0);
 }
 
-TEST_CASE("graph_bank: launches of one key from several threads all run, one at a time", "[gpu][bank][threads]") {
+TEST_CASE("graph_bank: launches of different keys from several threads at once all run", "[gpu][bank][threads]") {
   stream_guard first;
   no_persistent_memory none;
   device_counter mismatches;
@@ -323,30 +323,33 @@ TEST_CASE("graph_bank: launches of one key from several threads all run, one at 
   GRAPHPOOL_CUDA_TRY(cudaMalloc(&buffer, 64 * 1024), "buffer");
   fill_pattern(buffer, 64 * 1024, 1, first.stream);
   graph_bank bank;
-  const graph_key key{slot_id{0}, branch_id{0}, graph_phase::other};
-  bank.add(key, capture_session::capture(first.stream, none, "shared", "b0", [&](capture_session& c) {
-    add_mismatches(buffer, 64 * 1024, 2, mismatches.value, c.stream());  // pattern 1 read as pattern 2: every launch counts
-  }));
+  constexpr int threads = 4;
+  constexpr int launches = 50;
+  // One key per thread: launches of one key must not overlap (a CUDA graph executable is not thread-safe).
+  auto key_of = [](int t) { return graph_key{slot_id{static_cast<std::uint32_t>(t)}, branch_id{0}, graph_phase::other}; };
+  for (int t = 0; t < threads; ++t) {
+    bank.add(key_of(t), capture_session::capture(first.stream, none, "shared", "b0", [&](capture_session& c) {
+      add_mismatches(buffer, 64 * 1024, 2, mismatches.value, c.stream());  // pattern 1 read as 2: every launch counts
+    }));
+  }
   GRAPHPOOL_CUDA_TRY(cudaStreamSynchronize(first.stream), "sync");
   mismatches.reset();
-  bank.launch(key, first.stream);
+  bank.launch(key_of(0), first.stream);
   GRAPHPOOL_CUDA_TRY(cudaStreamSynchronize(first.stream), "sync");
   const unsigned long long per_launch = mismatches.read();
   REQUIRE(per_launch > 0);
   mismatches.reset();
-  constexpr int threads = 4;
-  constexpr int launches = 50;
   std::atomic<int> ready{0};
   std::atomic<int> failures{0};
   std::vector<std::thread> launchers;
   for (int t = 0; t < threads; ++t) {
-    launchers.emplace_back([&] {
+    launchers.emplace_back([&, t] {
       try {
         stream_guard s;
         ++ready;
         while (ready.load() < threads) {
         }
-        for (int i = 0; i < launches; ++i) bank.launch(key, s.stream);
+        for (int i = 0; i < launches; ++i) bank.launch(key_of(t), s.stream);
         GRAPHPOOL_CUDA_TRY(cudaStreamSynchronize(s.stream), "sync");
       } catch (...) {
         ++failures;

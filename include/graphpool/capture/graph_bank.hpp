@@ -138,8 +138,9 @@ inline void trim_graph_memory(int device, const char* context) {
 /// flow from a plan, with the guard.
 ///
 /// Thread-safety: add() must not run concurrently with other calls. launch(), contains(), report(),
-/// trim() and reset_streams() may be called from several threads at once; launches of one key are
-/// serialized by a lock of their own (CUDA graph executables are not thread-safe).
+/// trim() and reset_streams() may be called from several threads at once, except that launches of one
+/// key must not overlap: a CUDA graph executable is not thread-safe, so one key is launched from one
+/// thread at a time (no lock is taken on the launch path).
 class graph_bank final {
  public:
   /// @brief A bank on the current device.
@@ -150,7 +151,7 @@ class graph_bank final {
   void add(graph_key key, graph_executable executable) {
     if (!executable) throw error("graph_bank::add: the executable for " + key.describe() + " is empty");
     if (entries_.count(key) != 0) throw error("graph_bank::add: " + key.describe() + " already has an executable");
-    entries_[key].executable = std::move(executable);
+    entries_.emplace(key, std::move(executable));
   }
 
   /// @return true when `key` has an executable.
@@ -161,10 +162,7 @@ class graph_bank final {
   void launch(graph_key key, cudaStream_t stream) {
     const auto found = entries_.find(key);
     if (found == entries_.end()) throw error("graph_bank::launch: no executable for " + key.describe());
-    {
-      std::lock_guard<std::mutex> lock(found->second.launching);
-      found->second.executable.launch(stream);
-    }
+    found->second.launch(stream);
     launches_.fetch_add(1, std::memory_order_relaxed);
     streams_.note(stream);
   }
@@ -183,13 +181,8 @@ class graph_bank final {
   void reset_streams() { streams_.reset(); }
 
  private:
-  struct entry {
-    graph_executable executable;
-    std::mutex launching;  // cudaGraphLaunch of one executable from two threads at once is not allowed
-  };
-
   int device_ = 0;
-  std::map<graph_key, entry> entries_;
+  std::map<graph_key, graph_executable> entries_;
   std::atomic<std::size_t> launches_{0};
   launch_streams streams_;
 };

@@ -13,7 +13,7 @@ namespace graphpool {
 /// @brief An instantiated graph (and the graph it came from), destroyed together.
 ///
 /// Thread-safety: not thread-safe; one thread at a time, launch() included (CUDA graph executables are
-/// not internally synchronized). graph_bank serializes the launches of each of its executables.
+/// not internally synchronized).
 class graph_executable final {
  public:
   graph_executable() = default;
