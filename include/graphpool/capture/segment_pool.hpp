@@ -222,9 +222,10 @@ class segment_pool final {
     std::vector<std::vector<std::vector<run>>> runs;
     runs.reserve(frames_.size());
     for (std::size_t i = 0; i < frames_.size(); ++i) {
-      const std::string what = "segment_pool::lay_out: frame " + std::to_string(i) + " (chunk " +
-                               std::to_string(i / static_cast<std::size_t>(slots_)) + ", slot " +
-                               std::to_string(i % static_cast<std::size_t>(slots_)) + ")";
+      const auto slots = static_cast<std::size_t>(slots_);
+      const std::string what = "segment_pool::lay_out: frame " + std::to_string(i) + " (" +
+                               chunk_id{static_cast<std::uint32_t>(i / slots)}.describe() + ", " +
+                               slot_id{static_cast<std::uint32_t>(i % slots)}.describe() + ")";
       runs.push_back(frames_[i].lay_out_runs(persistent, frame_offsets[i], scratch, what, branches_));
     }
     for (std::size_t i = 0; i < frames_.size(); ++i) frames_[i].remap(runs[i]);

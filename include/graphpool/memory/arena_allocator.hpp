@@ -68,11 +68,9 @@ class arena_allocator final {
   arena_id declare_arena(std::string name) {
     require_declaring("declare_arena('" + name + "')");
     require_name("declare_arena", "arena", name);
-    for (const detail::arena_record& a : arenas_) {
-      if (a.name == name) {
-        throw error("declare_arena: an arena named '" + name + "' already exists (a slot declared with an arena of its own "
-                    "gives the arena its name); give every arena a name of its own");
-      }
+    if (has_arena_named(name)) {
+      throw error("declare_arena: an arena named '" + name + "' already exists (a slot declared with an arena of its own "
+                  "gives the arena its name); give every arena a name of its own");
     }
     arenas_.push_back(detail::arena_record{std::move(name), {}, 0, 0, 1});
     return arena_id{static_cast<std::uint32_t>(arenas_.size() - 1)};
@@ -84,11 +82,9 @@ class arena_allocator final {
     require_declaring("declare_slot('" + name + "')");
     require_name("declare_slot", "slot", name);
     require_new_slot_name(name);
-    for (const detail::arena_record& a : arenas_) {
-      if (a.name == name) {
-        throw error("declare_slot('" + name + "'): the slot's own arena would be named '" + name + "', but an arena of "
-                    "that name exists; rename the slot, or place it in that arena with declare_slot(name, arena, offset)");
-      }
+    if (has_arena_named(name)) {
+      throw error("declare_slot('" + name + "'): the slot's own arena would be named '" + name + "', but an arena of "
+                  "that name exists; rename the slot, or place it in that arena with declare_slot(name, arena, offset)");
     }
     const arena_id own = declare_arena(name);
     return add_slot(std::move(name), own, 0);
@@ -266,6 +262,10 @@ class arena_allocator final {
       throw error(std::string(call) + ": the " + kind + " name is empty; give every " + kind +
                   " a non-empty name (it identifies the " + kind + " in errors and statistics)");
     }
+  }
+
+  [[nodiscard]] bool has_arena_named(const std::string& name) const {
+    return std::any_of(arenas_.begin(), arenas_.end(), [&](const detail::arena_record& a) { return a.name == name; });
   }
 
   void require_new_slot_name(const std::string& name) const {
