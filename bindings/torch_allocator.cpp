@@ -21,20 +21,30 @@ namespace {
 using graphpool::bindings::guarded;
 using plugin = graphpool::bindings::torch_plugin<graphpool::shared_window_arena>;
 
-std::mutex plugin_mutex;
-std::unique_ptr<plugin> the_plugin;
-// Plug-ins destroyed while PyTorch still held some of their segments: each is freed with its last segment.
-std::vector<std::unique_ptr<plugin>> retired;
+// The plug-in's state lives until the process ends and is never destroyed: PyTorch's caching allocator may
+// free segments while the process exits, after this library's static objects would have been destroyed,
+// and the CUDA driver reclaims the device memory at exit anyway.
+struct plugin_state {
+  std::mutex mutex;
+  std::unique_ptr<plugin> current;
+  // Plug-ins destroyed while PyTorch still held some of their segments: each is freed with its last segment.
+  std::vector<std::unique_ptr<plugin>> retired;
+};
+
+plugin_state& state() {
+  static plugin_state* const s = new plugin_state();
+  return *s;
+}
 
 plugin& current() {
-  if (!the_plugin) throw graphpool::error("graphpool_torch: no plug-in; call graphpool_torch_create first");
-  return *the_plugin;
+  if (!state().current) throw graphpool::error("graphpool_torch: no plug-in; call graphpool_torch_create first");
+  return *state().current;
 }
 
 template <class Call>
 graphpool_status with_plugin(Call&& call) noexcept {
   return guarded([&] {
-    std::lock_guard<std::mutex> lock(plugin_mutex);
+    std::lock_guard<std::mutex> lock(state().mutex);
     call(current());
   });
 }
@@ -83,11 +93,12 @@ void* graphpool_torch_malloc(size_t bytes, int device, void* /*stream*/) {
 
 void graphpool_torch_free(void* segment, size_t bytes, int /*device*/, void* /*stream*/) {
   if (segment == nullptr) return;
-  std::lock_guard<std::mutex> lock(plugin_mutex);
-  if (the_plugin && the_plugin->pool().deallocate(segment)) return;
-  for (auto it = retired.begin(); it != retired.end(); ++it) {
+  plugin_state& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (s.current && s.current->pool().deallocate(segment)) return;
+  for (auto it = s.retired.begin(); it != s.retired.end(); ++it) {
     if ((*it)->pool().deallocate(segment)) {
-      if ((*it)->pool().live_segments() == 0) retired.erase(it);
+      if ((*it)->pool().live_segments() == 0) s.retired.erase(it);
       return;
     }
   }
@@ -98,8 +109,8 @@ void graphpool_torch_free(void* segment, size_t bytes, int /*device*/, void* /*s
 graphpool_status graphpool_torch_create(int device, const char* const* branches, size_t branch_count,
                                         const char* const* schedules, size_t schedule_count, size_t window_capacity) {
   return guarded([&] {
-    std::lock_guard<std::mutex> lock(plugin_mutex);
-    if (the_plugin) throw graphpool::error("graphpool_torch_create: a plug-in exists already; call graphpool_torch_destroy first");
+    std::lock_guard<std::mutex> lock(state().mutex);
+    if (state().current) throw graphpool::error("graphpool_torch_create: a plug-in exists already; call graphpool_torch_destroy first");
     std::vector<std::string> names = strings(branches, branch_count, "branches");
     // Bad input is named before the device is asked.
     graphpool::bindings::check_branch_names(names);
@@ -111,7 +122,7 @@ graphpool_status graphpool_torch_create(int device, const char* const* branches,
     }
     int devices = 0;
     GRAPHPOOL_CUDA_TRY(cudaGetDeviceCount(&devices), "graphpool_torch_create: counting devices");
-    if (device < 0 || device >= devices) {
+    if (device >= devices) {
       throw graphpool::error("graphpool_torch_create: device " + std::to_string(device) + " does not exist (" +
                              std::to_string(devices) + " device(s))");
     }
@@ -121,7 +132,7 @@ graphpool_status graphpool_torch_create(int device, const char* const* branches,
       window_capacity = prop.totalGlobalMem;
     }
     const std::size_t granularity = graphpool::shared_window_arena(device, 1, 1).granularity();
-    the_plugin = std::make_unique<plugin>(
+    state().current = std::make_unique<plugin>(
         device, std::move(names), std::move(parsed), window_capacity, granularity,
         [device](std::size_t windows, std::size_t capacity) {
           return std::make_unique<graphpool::shared_window_arena>(device, windows, capacity);
@@ -134,23 +145,24 @@ graphpool_status graphpool_torch_create(int device, const char* const* branches,
 
 graphpool_status graphpool_torch_destroy(size_t* still_held) {
   return guarded([&] {
-    std::lock_guard<std::mutex> lock(plugin_mutex);
+    plugin_state& s = state();
+    std::lock_guard<std::mutex> lock(s.mutex);
     std::size_t& held = out(still_held, "still_held");
     held = 0;
-    if (!the_plugin) return;
-    held = the_plugin->pool().live_segments();
+    if (!s.current) return;
+    held = s.current->pool().live_segments();
     if (held > 0) {
-      retired.push_back(std::move(the_plugin));
+      s.retired.push_back(std::move(s.current));
     } else {
-      the_plugin.reset();
+      s.current.reset();
     }
   });
 }
 
 graphpool_status graphpool_torch_exists(int* exists) {
   return guarded([&] {
-    std::lock_guard<std::mutex> lock(plugin_mutex);
-    out(exists, "exists") = the_plugin ? 1 : 0;
+    std::lock_guard<std::mutex> lock(state().mutex);
+    out(exists, "exists") = state().current ? 1 : 0;
   });
 }
 
