@@ -36,24 +36,13 @@
 #include <vector>
 
 #include "graphpool/capture/segment_frame.hpp"
+#include "graphpool/capture/segment_source.hpp"
 #include "graphpool/detail/format.hpp"
 #include "graphpool/error.hpp"
 #include "graphpool/ids.hpp"
 #include "graphpool/memory/page_run.hpp"
 
 namespace graphpool {
-
-/// @brief Which frame and branch a segment pool hands segments from.
-struct segment_source {
-  chunk_id chunk;
-  slot_id slot;
-  branch_id branch;
-
-  /// @return "chunk 0, slot 1, branch 2 (cp4)".
-  [[nodiscard]] std::string describe(const std::vector<std::string>& branches) const {
-    return chunk.describe() + ", " + slot.describe() + ", " + branch.describe() + " (" + branches.at(branch.index) + ")";
-  }
-};
 
 /// @brief Segments of (chunk, slot) frames whose branches share physical pages.
 template <class Arena>
@@ -290,15 +279,7 @@ class segment_pool final {
     std::size_t bytes;
   };
 
-  void check(segment_source source) const {
-    const auto out = [&](const std::string& what, std::uint32_t value, std::size_t count) {
-      return error("segment_pool: " + what + " " + std::to_string(value) + " is out of range; there are " +
-                   std::to_string(count) + " (0-based)");
-    };
-    if (source.chunk.index >= static_cast<std::uint32_t>(chunks_)) throw out("chunk", source.chunk.index, static_cast<std::size_t>(chunks_));
-    if (source.slot.index >= static_cast<std::uint32_t>(slots_)) throw out("slot", source.slot.index, static_cast<std::size_t>(slots_));
-    if (source.branch.index >= branches_.size()) throw out("branch", source.branch.index, branches_.size());
-  }
+  void check(segment_source source) const { source.check_within(chunks_, slots_, branches_.size()); }
 
   [[nodiscard]] std::size_t index(segment_source source) const noexcept {
     return static_cast<std::size_t>(source.chunk.index) * static_cast<std::size_t>(slots_) + source.slot.index;
