@@ -4,6 +4,10 @@ microbatches in flight, the guard, a failed capture's clean-up, and teardown.
 Skipped (not passed) where PyTorch or a CUDA device is missing."""
 
 import gc
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -543,3 +547,30 @@ def test_variants_dispatch_by_dtype_and_cpu_samples_are_refused():
             graphed(torch.randn(8, 16, device="cuda", dtype=torch.float16))
         with pytest.raises(GraphpoolError, match="no variant of chunk 0 takes arguments"):
             graphed(torch.randn(8, 16, device="cuda"), torch.randn(8, 16, device="cuda"))
+
+
+# A child process that exits with graph memory still held: without release(), or after a release() that
+# left a plug-in holding an output's segment. PyTorch may free segments while the process exits.
+EXITS_HOLDING = """
+import torch
+from graphpool_torch import GraphedVariants
+module = torch.nn.Linear(64, 64).cuda()
+graphed = GraphedVariants(module, {{"a": (torch.randn(32, 64, device="cuda", requires_grad=True),),
+                                    "b": (torch.randn(16, 64, device="cuda", requires_grad=True),)}})
+kept = graphed(torch.randn(32, 64, device="cuda"))
+if {release}:
+    assert graphed.release() > 0
+torch.cuda.synchronize()
+print("exiting with an output alive")
+"""
+
+
+@pytest.mark.parametrize("release", [False, True])
+def test_the_process_exits_cleanly_with_graph_memory_held(release):
+    package = str(Path(__file__).resolve().parent.parent)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (package, os.environ.get("PYTHONPATH")) if p)}
+    child = subprocess.run([sys.executable, "-c", EXITS_HOLDING.format(release=release)], env=env,
+                           capture_output=True, text=True, timeout=300)
+    assert child.returncode == 0, child.stderr
+    assert "exiting with an output alive" in child.stdout
+    assert "graphpool:" not in child.stderr, child.stderr
