@@ -1,5 +1,6 @@
 // graphpool-plan: plans which pipeline frames share memory, from the command line.
 
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -58,6 +59,7 @@ exit status:
   2  a flag or its value is wrong on its own (unknown flag, malformed or out-of-range value such
      as --slots 0 or --alignment 0, a bad --schedule or --order, a repeated --frame-bytes or
      --branch name, no --schedule/--order or no --branch)
+  3  the plan (or this text) could not be written to standard output (e.g. a full disk)
 )";
 
 struct bad_flag : std::exception {
@@ -65,6 +67,18 @@ struct bad_flag : std::exception {
   const char* what() const noexcept override { return message.c_str(); }
   std::string message;
 };
+
+// A plan cut short by a full disk must not exit 0: a script would read half a document.
+int write_stdout(const std::string& text) {
+  errno = 0;
+  if (std::fputs(text.c_str(), stdout) == EOF || std::fflush(stdout) != 0 || std::ferror(stdout) != 0) {
+    const int cause = errno;
+    std::fprintf(stderr, "graphpool-plan: cannot write to standard output: %s\n",
+                 cause != 0 ? std::strerror(cause) : "write error");
+    return 3;
+  }
+  return 0;
+}
 
 }  // namespace
 
@@ -83,8 +97,7 @@ int main(int argc, char** argv) {
         return argv[++i];
       };
       if (flag == "--help" || flag == "-h") {
-        std::fputs(usage, stdout);
-        return 0;
+        return write_stdout(usage);
       } else if (flag == "--schedule") {
         for (schedule& s : parse_schedule_spec(value())) input.schedules.push_back(std::move(s));
       } else if (flag == "--order") {
@@ -166,14 +179,9 @@ int main(int argc, char** argv) {
                              " applies to --slot-rule mod; with --slot-rule schedule give --max-copies instead");
     }
     const plan result = make_plan(input, mode);
-    if (json) {
-      std::fputs(to_json(result).c_str(), stdout);
-    } else if (emit_te) {
-      std::fputs(te_slots_text(te_slots(result)).c_str(), stdout);
-    } else {
-      std::fputs(summary_table(result).c_str(), stdout);
-    }
-    return 0;
+    if (json) return write_stdout(to_json(result));
+    if (emit_te) return write_stdout(te_slots_text(te_slots(result)));
+    return write_stdout(summary_table(result));
   } catch (const graphpool::error& e) {
     std::fprintf(stderr, "graphpool-plan: %s\n", e.what());
     return 1;

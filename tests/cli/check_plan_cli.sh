@@ -57,6 +57,16 @@ grep -q "chunk and layer are 0-based" <<<"$tuples" || fail "te-slots does not sa
 colored=$("$plan" --schedule pp=2,rank=0,microbatches=4 --branch a:1MiB --branch b:1MiB --emit te-slots --mode coloring)
 [ "$colored" = "$tuples" ] || fail "te-slots with --mode coloring differs from te-slots: $colored"
 "$plan" --help | grep -q '2  a flag or its value is wrong on its own' || fail "--help does not document exit status 2"
+# Output that cannot be written (a full disk) is a failure, never exit 0 with half a document.
+if [ -w /dev/full ]; then
+  for args in "--order 1,-1 --branch a:1MiB --json" "--order 1,-1 --branch a:1MiB" "--help"; do
+    # shellcheck disable=SC2086
+    err=$("$plan" $args 2>&1 >/dev/full)
+    rc=$?
+    [ $rc -eq 3 ] || fail "'$args' into /dev/full exited $rc, not 3"
+    [[ "$err" == "graphpool-plan: cannot write to standard output: "* ]] || fail "'$args' into /dev/full printed: $err"
+  done
+fi
 
 # Branch names with a quote and a backslash: the JSON parses (python3) and plan::from_json reads the names back.
 tmp=$(mktemp -d)
