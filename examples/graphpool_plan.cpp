@@ -58,7 +58,8 @@ exit status:
      --json with --emit te-slots, --emit te-slots with --mode offsets)
   2  a flag or its value is wrong on its own (unknown flag, malformed or out-of-range value such
      as --slots 0 or --alignment 0, a bad --schedule or --order, a repeated --frame-bytes or
-     --branch name, no --schedule/--order or no --branch)
+     --branch name, no --schedule/--order or no --branch, a flag given twice other than
+     --schedule, --order, --branch and --frame-bytes)
   3  the plan (or this text) could not be written to standard output (e.g. a full disk)
 )";
 
@@ -89,9 +90,19 @@ int main(int argc, char** argv) {
   bool json = false;
   bool emit_te = false;
   bool mode_given = false;
+  std::vector<std::string> given;  // flags that take effect once: a second one would silently replace the first
   try {
     for (int i = 1; i < argc; ++i) {
       const std::string flag = argv[i];
+      if (flag != "--schedule" && flag != "--order" && flag != "--branch" && flag != "--frame-bytes") {
+        for (const std::string& earlier : given) {
+          if (earlier == flag) {
+            throw bad_flag(flag + " is given twice; give it once (only --schedule, --order, --branch and --frame-bytes "
+                           "repeat)");
+          }
+        }
+        given.push_back(flag);
+      }
       auto value = [&]() -> std::string {
         if (i + 1 >= argc) throw bad_flag(flag + " needs a value; see --help");
         return argv[++i];
