@@ -212,10 +212,13 @@ graphpool_status graphpool_torch_live_segments(size_t* count) {
 
 graphpool_status graphpool_torch_plan_bytes(size_t* footprint, size_t* live_bound, size_t* scratch) {
   return with_plugin([&](plugin& p) {
+    std::size_t& footprint_out = out(footprint, "footprint");
+    std::size_t& live_bound_out = out(live_bound, "live_bound");
+    std::size_t& scratch_out = out(scratch, "scratch");  // every output checked before any is written
     const plugin::footprint now = p.current_footprint();
-    out(footprint, "footprint") = now.planned;
-    out(live_bound, "live_bound") = now.live_bound;
-    out(scratch, "scratch") = now.scratch;
+    footprint_out = now.planned;
+    live_bound_out = now.live_bound;
+    scratch_out = now.scratch;
   });
 }
 
@@ -226,8 +229,11 @@ graphpool_status graphpool_torch_add_persistent(int chunk, int slot, int branch,
 
 graphpool_status graphpool_torch_window_pages(int chunk, int slot, int branch, size_t* persistent, size_t* transient) {
   return with_plugin([&](plugin& p) {
-    out(persistent, "persistent") = p.pool().persistent_pages(source(chunk, slot, branch));
-    out(transient, "transient") = p.pool().transient_pages(source(chunk, slot, branch));
+    std::size_t& persistent_out = out(persistent, "persistent");
+    std::size_t& transient_out = out(transient, "transient");  // both checked before either is written
+    const graphpool::segment_source window = source(chunk, slot, branch);
+    persistent_out = p.pool().persistent_pages(window);
+    transient_out = p.pool().transient_pages(window);
   });
 }
 
@@ -237,9 +243,11 @@ graphpool_status graphpool_torch_page_bytes(size_t* bytes) {
 
 graphpool_status graphpool_torch_frame_range(int chunk, int slot, size_t* offset, size_t* bytes) {
   return with_plugin([&](plugin& p) {
+    std::size_t& offset_out = out(offset, "offset");
+    std::size_t& bytes_out = out(bytes, "bytes");  // both checked before either is written
     const auto [at, size] = p.frame_range(chunk, slot);
-    out(offset, "offset") = at;
-    out(bytes, "bytes") = size;
+    offset_out = at;
+    bytes_out = size;
   });
 }
 

@@ -12,6 +12,7 @@
  * window's address space (window_capacity) runs out, or when the device is out of memory.
  *
  * Calls return GRAPHPOOL_OK or GRAPHPOOL_ERROR; graphpool_last_error() (c_api.h) gives the message.
+ * A call that fails writes none of its outputs.
  * graphpool_torch_malloc returns NULL on error, sets the same message and prints it to stderr (PyTorch
  * reports it as an out-of-memory error). Thread-safety: every call may come from any thread.
  * Implemented in bindings/torch_allocator.cpp, part of libgraphpool_c.so (graphpool::c_api). */

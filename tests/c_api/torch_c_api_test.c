@@ -92,6 +92,20 @@ static int device_part(void) {
   CHECK(graphpool_torch_exists(&exists) == GRAPHPOOL_OK && exists == 0); /* retired: a new one may be made */
   graphpool_torch_free(segment, 3 << 20, 0, NULL);
   CHECK(graphpool_torch_create(0, branches, 2, in_flight, 1, 0) == GRAPHPOOL_OK);
+  /* A call with several outputs that fails writes none of them (a null one among them, here). */
+  size_t first = 5;
+  size_t second = 6;
+  CHECK(graphpool_torch_plan_bytes(&first, &second, NULL) == GRAPHPOOL_ERROR && said("scratch is null") && first == 5 &&
+        second == 6);
+  CHECK(graphpool_torch_window_pages(0, 0, 0, &first, NULL) == GRAPHPOOL_ERROR && said("transient is null") && first == 5);
+  CHECK(graphpool_torch_select(0, 0, 0) == GRAPHPOOL_OK);
+  segment = graphpool_torch_malloc(1 << 20, 0, NULL);
+  CHECK(segment != NULL);
+  CHECK(graphpool_torch_deselect() == GRAPHPOOL_OK);
+  CHECK(graphpool_torch_lay_out() == GRAPHPOOL_OK);
+  CHECK(graphpool_torch_frame_range(0, 0, &first, NULL) == GRAPHPOOL_ERROR && said("bytes is null") && first == 5);
+  CHECK(graphpool_torch_frame_range(0, 0, &first, &second) == GRAPHPOOL_OK);
+  graphpool_torch_free(segment, 1 << 20, 0, NULL);
   CHECK(graphpool_torch_destroy(&held) == GRAPHPOOL_OK && held == 0);
   if (failures == 0) printf("torch C API: the device checks passed\n");
   return failures == 0 ? 0 : 1;
