@@ -5,6 +5,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <memory>
 #include <mutex>
@@ -55,13 +56,18 @@ T& out(T* pointer, const char* what) {
   return *pointer;
 }
 
-graphpool::segment_source source(int chunk, int slot, int branch) {
-  if (chunk < 0 || slot < 0 || branch < 0) {
-    throw graphpool::error("graphpool_torch: chunk " + std::to_string(chunk) + ", slot " + std::to_string(slot) +
-                           ", branch " + std::to_string(branch) + ": indices are 0-based and never negative");
+// Names the one index at fault: a call without a branch argument must not be told about a branch.
+std::uint32_t checked_index(int value, const char* what) {
+  if (value < 0) {
+    throw graphpool::error(std::string("graphpool_torch: ") + what + " " + std::to_string(value) +
+                           " is negative; indices are 0-based");
   }
-  return {graphpool::chunk_id{static_cast<std::uint32_t>(chunk)}, graphpool::slot_id{static_cast<std::uint32_t>(slot)},
-          graphpool::branch_id{static_cast<std::uint32_t>(branch)}};
+  return static_cast<std::uint32_t>(value);
+}
+
+graphpool::segment_source source(int chunk, int slot, int branch) {
+  return {graphpool::chunk_id{checked_index(chunk, "chunk")}, graphpool::slot_id{checked_index(slot, "slot")},
+          graphpool::branch_id{checked_index(branch, "branch")}};
 }
 
 std::vector<std::string> strings(const char* const* values, std::size_t count, const char* what) {
@@ -197,8 +203,9 @@ graphpool_status graphpool_torch_used_bytes(int chunk, int slot, int branch, siz
 
 graphpool_status graphpool_torch_frame_physical_bytes(int chunk, int slot, size_t* bytes) {
   return with_plugin([&](plugin& p) {
-    const graphpool::segment_source s = source(chunk, slot, 0);
-    out(bytes, "bytes") = p.pool().frame_physical_bytes(s.chunk, s.slot);
+    const graphpool::chunk_id c{checked_index(chunk, "chunk")};
+    const graphpool::slot_id s{checked_index(slot, "slot")};
+    out(bytes, "bytes") = p.pool().frame_physical_bytes(c, s);
   });
 }
 

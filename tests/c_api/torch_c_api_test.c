@@ -78,6 +78,10 @@ static int device_part(void) {
   CHECK(graphpool_torch_slot_of(2, 0, 1, &slot) == GRAPHPOOL_OK && slot == 1);
   CHECK(graphpool_torch_slot_of(3, 0, 1, &slot) == GRAPHPOOL_ERROR && said("no slot map for a schedule of 3"));
   CHECK(graphpool_torch_malloc(1 << 20, 0, NULL) == NULL && said("no frame selected"));
+  /* A negative index is named alone (frame_physical_bytes takes no branch: none is mentioned). */
+  CHECK(graphpool_torch_frame_physical_bytes(-1, 0, &bytes) == GRAPHPOOL_ERROR && said("chunk -1 is negative") &&
+        !said("branch"));
+  CHECK(graphpool_torch_select(0, -2, 0) == GRAPHPOOL_ERROR && said("slot -2 is negative") && !said("chunk"));
   CHECK(graphpool_torch_select(0, 1, 1) == GRAPHPOOL_OK);
   void* segment = graphpool_torch_malloc(3 << 20, 0, NULL);
   CHECK(segment != NULL);
