@@ -25,9 +25,9 @@ namespace graphpool::bindings {
   for (const std::string& spec : specs) {
     const std::string order_key = "order=";
     if (spec.compare(0, order_key.size(), order_key) == 0) {
-      schedules.push_back(plan::parse_order_spec(spec.substr(order_key.size())));
+      schedules.push_back(plan::parse_order_spec(spec.substr(order_key.size()), "schedule order"));
     } else {
-      for (plan::schedule& s : plan::parse_schedule_spec(spec)) schedules.push_back(std::move(s));
+      for (plan::schedule& s : plan::parse_schedule_spec(spec, "schedule")) schedules.push_back(std::move(s));
     }
     if (schedules.back().chunks() != schedules.front().chunks()) {
       throw error("schedule '" + spec + "' has " + std::to_string(schedules.back().chunks()) + " chunks but '" +

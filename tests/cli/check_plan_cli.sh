@@ -131,6 +131,7 @@ bad=(
   "2 --order ,1,-1 --branch a:1MiB => entry 0 is empty, before the first entry (a leading comma)"
   "2 --order 2,-2 --branch a:1MiB => --order 2,-2: chunk 0 (order id 1) never runs, yet the largest id is 2; number the chunks from 1 without gaps"
   "2 --order 1,-1 --branch a:1MiB --slots 0 => --slots: 0 is outside [1, 65536]"
+  "2 --order 1,-1 --branch a:1MiB --slots 99999999999999999999 => --slots: 99999999999999999999 is outside [1, 65536]"
   "2 --order 1,-1 --branch a:1MiB --layers 2 --layers 3 => --layers is given twice; give it once"
   "2 --order 1,-1 --branch a:1MiB --slots 2 --slots 3 => --slots is given twice; give it once"
   "2 --order 1,-1 --branch a:1MiB --mode coloring --mode offsets => --mode is given twice; give it once"

@@ -72,6 +72,14 @@ TEST_CASE("branch, override and layer specs", "[spec]") {
   CHECK_THROWS_WITH(parse_layers_spec("2,,3"), contains_text("'' is not an integer"));
 }
 
+TEST_CASE("an integer past long long is out of range, not 'not an integer'", "[spec]") {
+  CHECK_THROWS_WITH(parse_schedule_spec("pp=99999999999999999999,rank=0,microbatches=4"),
+                    contains_text("pp: 99999999999999999999 is outside ["));
+  CHECK_THROWS_WITH(parse_schedule_spec("pp=4,rank=-99999999999999999999,microbatches=4"),
+                    contains_text("rank: -99999999999999999999 is outside ["));
+  CHECK_THROWS_WITH(parse_schedule_spec("pp=4x,rank=0,microbatches=4"), contains_text("'4x' is not an integer"));
+}
+
 TEST_CASE("specs reject a key given twice, and group without vpp", "[spec]") {
   CHECK_THROWS_WITH(parse_schedule_spec("pp=4,pp=2,rank=0,microbatches=4"),
                     contains_text("--schedule 'pp=4,pp=2,rank=0,microbatches=4': key 'pp' is given twice"));
@@ -93,6 +101,8 @@ TEST_CASE("orders from the command line: no empty entry, every chunk runs", "[sp
   CHECK_THROWS_WITH(parse_order_spec("1 1,,-1 -1"), contains_text("entry 2 is empty, between two commas"));
   CHECK_THROWS_WITH(parse_order_spec(",1,-1"), contains_text("entry 0 is empty, before the first entry"));
   CHECK_THROWS_WITH(parse_order_spec("1,-1, "), contains_text("entry 2 is empty, after the last entry"));
+  CHECK_THROWS_WITH(parse_order_spec(""), contains_text("--order '': the order is empty; give each chunk's forwards"));
+  CHECK_THROWS_WITH(parse_order_spec(" "), contains_text("the order is empty"));
   CHECK_THROWS_WITH(parse_order_spec("2,-2"),
                     contains_text("--order 2,-2: chunk 0 (order id 1) never runs, yet the largest id is 2"));
   CHECK_THROWS_WITH(parse_order_spec("1,3,-3,-1"), contains_text("chunk 1 (order id 2) never runs"));

@@ -105,9 +105,15 @@ TEST_CASE("torch plug-in: slots and slot maps come from the schedules", "[torch]
 
 TEST_CASE("torch plug-in: bad schedules and branches are refused, naming them", "[torch]") {
   CHECK_THROWS_WITH(make_plugin({}), contains_text("no schedule given"));
-  CHECK_THROWS_WITH(make_plugin({"pp=4,microbatches=8"}), contains_text("pp, rank and microbatches are required"));
+  // Named as the caller wrote them, not as graphpool-plan's flags.
+  CHECK_THROWS_WITH(make_plugin({"pp=4,microbatches=8"}),
+                    contains_text("schedule 'pp=4,microbatches=8': pp, rank and microbatches are required"));
   CHECK_THROWS_WITH(make_plugin({"order=1,-1", "order=1,2,-2,-1"}), contains_text("every schedule must have the same chunks"));
-  CHECK_THROWS_WITH(make_plugin({"order=1,,-1"}), contains_text("is empty"));
+  CHECK_THROWS_WITH(make_plugin({"order=1,,-1"}), contains_text("schedule order '1,,-1': entry 1 is empty"));
+  CHECK_THROWS_WITH(make_plugin({"order=1,1,-1"}), contains_text("schedule order 1,1,-1"));
+  for (const char* spec : {"pp=4,microbatches=8", "order=1,,-1", "order=1,1,-1"}) {
+    CHECK_THROWS_WITH(make_plugin({spec}), !contains_text("--"));
+  }
   const auto make = [](std::vector<std::string> branches) {
     return plugin(
         0, std::move(branches), graphpool::bindings::parse_schedules({"order=1,-1"}), granule, granule,

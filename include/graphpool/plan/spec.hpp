@@ -42,10 +42,10 @@ namespace detail {
   char* end = nullptr;
   errno = 0;
   const long long value = text.empty() ? 0 : std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || end != text.c_str() + text.size() || errno != 0) {
+  if (text.empty() || end != text.c_str() + text.size() || (errno != 0 && errno != ERANGE)) {
     throw error(what + ": '" + text + "' is not an integer");
   }
-  if (value < minimum || value > maximum) {
+  if (errno == ERANGE || value < minimum || value > maximum) {  // ERANGE: past long long, so past [minimum, maximum]
     throw error(what + ": " + text + " is outside [" + std::to_string(minimum) + ", " + std::to_string(maximum) + "]");
   }
   return value;
@@ -117,10 +117,11 @@ namespace detail {
 
 /// @brief Parses "pp=P,rank=R,microbatches=M[,vpp=V,group=G]" into one schedule per microbatch count;
 /// `microbatches` may be a range "4..64" (every count) or "4..64:4" (every 4th). With vpp > 1 the
-/// schedule is interleaved (group defaults to pp); otherwise 1F1B.
+/// schedule is interleaved (group defaults to pp); otherwise 1F1B. Messages call the text `name 'text'`
+/// (the command line's flag by default; an API passes the name its callers know).
 /// @throws graphpool::error naming the key or value at fault, a key given twice, and group without vpp > 1.
-[[nodiscard]] inline std::vector<schedule> parse_schedule_spec(std::string_view text) {
-  const std::string what = "--schedule '" + std::string(text) + "'";
+[[nodiscard]] inline std::vector<schedule> parse_schedule_spec(std::string_view text, std::string_view name = "--schedule") {
+  const std::string what = std::string(name) + " '" + std::string(text) + "'";
   long long pp = 0;
   long long rank = -1;
   long long vpp = 1;
@@ -183,12 +184,15 @@ namespace detail {
 /// Megatron-LM's signed 1-based chunk ids, stricter than schedule::parse_order: an empty entry (a
 /// trailing or doubled comma) is an error naming it (a chunk below the largest id that never runs is
 /// refused by the schedule itself, "2,-2": chunk 0 would get frames but never run). Messages name chunks 0-based with
-/// their order id: "chunk 0 (order id 1)".
+/// their order id: "chunk 0 (order id 1)". Messages call the text `name 'text'`, as parse_schedule_spec's.
 /// @throws graphpool::error naming the entry or the chunk, and as schedule::parse_order.
-[[nodiscard]] inline schedule parse_order_spec(std::string_view text) {
-  const std::string what = "--order '" + std::string(text) + "'";
+[[nodiscard]] inline schedule parse_order_spec(std::string_view text, std::string_view name = "--order") {
+  const std::string what = std::string(name) + " '" + std::string(text) + "'";
   std::size_t entries = 0;
   const std::vector<std::string> pieces = detail::split(text, ',');
+  if (pieces.size() == 1 && pieces[0].find_first_not_of(" \t") == std::string::npos) {
+    throw error(what + ": the order is empty; give each chunk's forwards (+id) and backwards (-id), e.g. 1,-1");
+  }
   for (std::size_t i = 0; i < pieces.size(); ++i) {
     const std::size_t first = pieces[i].find_first_not_of(" \t");
     if (first == std::string::npos) {
@@ -205,7 +209,7 @@ namespace detail {
       in_entry = !blank;
     }
   }
-  return schedule::parse_order(text, 0, "--order " + std::string(text));  // the planner quotes the name
+  return schedule::parse_order(text, 0, std::string(name) + " " + std::string(text));  // the planner quotes the name
 }
 
 /// @brief Parses "NAME:SAVED[:GRAD]" (sizes as parse_frame_size takes them).
