@@ -9,8 +9,8 @@
 
 namespace {
 
-graphpool::capture_resource& unwrap(graphpool_capture_resource* resource) {
-  if (resource == nullptr) throw graphpool::error("the graphpool_capture_resource is null");
+graphpool::capture_resource& unwrap(graphpool_capture_resource* resource, const char* call) {
+  if (resource == nullptr) throw graphpool::error(std::string(call) + ": the graphpool_capture_resource is null");
   return *reinterpret_cast<graphpool::capture_resource*>(resource);
 }
 
@@ -24,13 +24,13 @@ graphpool_status graphpool_allocate(graphpool_capture_resource* resource, void* 
                                     void** out) {
   return guarded([&] {
     if (out == nullptr) throw graphpool::error("graphpool_allocate: out is null");
-    *out = unwrap(resource).allocate(static_cast<cudaStream_t>(stream), bytes, alignment);
+    *out = unwrap(resource, "graphpool_allocate").allocate(static_cast<cudaStream_t>(stream), bytes, alignment);
   });
 }
 
 graphpool_status graphpool_deallocate(graphpool_capture_resource* resource, void* stream, void* ptr, size_t bytes,
                                       size_t alignment) {
-  return guarded([&] { unwrap(resource).deallocate(static_cast<cudaStream_t>(stream), ptr, bytes, alignment); });
+  return guarded([&] { unwrap(resource, "graphpool_deallocate").deallocate(static_cast<cudaStream_t>(stream), ptr, bytes, alignment); });
 }
 
 graphpool_status graphpool_push_persistent(graphpool_capture_resource* resource, graphpool_persistent_kind kind) {
@@ -39,14 +39,14 @@ graphpool_status graphpool_push_persistent(graphpool_capture_resource* resource,
       throw graphpool::error("graphpool_push_persistent: kind " + std::to_string(static_cast<int>(kind)) +
                              " is neither GRAPHPOOL_PERSISTENT_OUTPUT nor GRAPHPOOL_PERSISTENT_SAVED");
     }
-    unwrap(resource).push_persistent(kind == GRAPHPOOL_PERSISTENT_OUTPUT ? graphpool::persistent_kind::output
+    unwrap(resource, "graphpool_push_persistent").push_persistent(kind == GRAPHPOOL_PERSISTENT_OUTPUT ? graphpool::persistent_kind::output
                                                                          : graphpool::persistent_kind::saved);
   });
 }
 
 graphpool_status graphpool_pop_persistent(graphpool_capture_resource* resource) {
   return guarded([&] {
-    graphpool::capture_resource& plug = unwrap(resource);
+    graphpool::capture_resource& plug = unwrap(resource, "graphpool_pop_persistent");
     // The C++ scope's pop is a destructor and may not fail; from C an unbalanced pop is a caller's bug to report.
     if (!plug.persistent()) {
       throw graphpool::error(plug.session().where() + ": graphpool_pop_persistent with no persistent scope open; "

@@ -1,5 +1,7 @@
 /* The PyTorch plug-in's C calls, from C: errors before a plug-in exists and for bad input (no device
- * needed); with --device, a plug-in's segments and bookkeeping end to end (exit 77 without a device). */
+ * needed); with --device, a plug-in's segments and bookkeeping end to end (exit 77 without a device).
+ * Also the capture calls of c_api.h given no resource. */
+#include <graphpool/c_api.h>
 #include <graphpool/torch_allocator.h>
 
 #include <stdio.h>
@@ -52,6 +54,15 @@ int main(int argc, char** argv) {
   CHECK(graphpool_torch_create(0, unnamed, 2, in_flight, 1, 0) == GRAPHPOOL_ERROR && said("branch 1 has an empty name"));
   CHECK(graphpool_torch_create(0, branches, 0, in_flight, 1, 0) == GRAPHPOOL_ERROR && said("no branch given"));
   CHECK(graphpool_torch_create(-1, branches, 2, in_flight, 1, 0) == GRAPHPOOL_ERROR && said("device -1 does not exist"));
+  /* The capture calls name themselves when given no resource. */
+  void* out = (void*)0x1;
+  CHECK(graphpool_allocate(NULL, NULL, 16, 256, &out) == GRAPHPOOL_ERROR &&
+        said("graphpool_allocate: the graphpool_capture_resource is null") && out == (void*)0x1);
+  CHECK(graphpool_deallocate(NULL, NULL, NULL, 16, 256) == GRAPHPOOL_ERROR &&
+        said("graphpool_deallocate: the graphpool_capture_resource is null"));
+  CHECK(graphpool_push_persistent(NULL, GRAPHPOOL_PERSISTENT_SAVED) == GRAPHPOOL_ERROR &&
+        said("graphpool_push_persistent: the graphpool_capture_resource is null"));
+  CHECK(graphpool_pop_persistent(NULL) == GRAPHPOOL_ERROR && said("graphpool_pop_persistent: the graphpool_capture_resource is null"));
   if (failures == 0) printf("torch C API: the checks without a plug-in passed\n");
   return failures == 0 ? 0 : 1;
 }
