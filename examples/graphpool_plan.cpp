@@ -30,7 +30,8 @@ schedules (at least one; every one that will be replayed):
 model:
   --layers L | L0,L1,...       layers per chunk (default 1); 0 = the chunk has no frames
   --branch NAME:SAVED[:GRAD]   a branch: saved bytes per layer, returned-gradient bytes per
-                               (chunk, slot); sizes take B, KiB, MiB, GiB (repeatable)
+                               (chunk, slot); sizes take B, KiB, MiB, GiB (repeatable); NAME
+                               holds no ',' '=' or ':'
   --frame-bytes chunk=C,layer=L,branch=NAME,saved=SIZE
                                saved bytes of one (chunk, layer) in one branch (0-based)
   --slots N                    physical slots of the mod rule (default: the peak over the schedules)
@@ -45,7 +46,7 @@ output:
                                schedule, {"microbatches": M, "map": [[copy of m] per chunk]})
   --emit te-slots              print TransformerEngine's slot tuples instead of the table; their
                                saved_arena is always the coloring's (give no --mode, or coloring)
-  --help                       this text
+  -h, --help                   this text
 
 chunks are 0-based everywhere (--frame-bytes, the table, --json, te-slots, messages) except in
 --order, whose ids are 1-based as Megatron-LM writes them; a message about an order names both,

@@ -70,6 +70,9 @@ TEST_CASE("branch, override and layer specs", "[spec]") {
   CHECK(parse_layers_spec("3") == std::vector<int>{3});
   CHECK(parse_layers_spec("0,2,3") == std::vector<int>{0, 2, 3});
   CHECK_THROWS_WITH(parse_layers_spec("2,,3"), contains_text("'' is not an integer"));
+  CHECK_THROWS_WITH(parse_branch_spec("a,b:1MiB"),
+                    contains_text("--branch 'a,b:1MiB': the name 'a,b' holds ',' or '=', so --frame-bytes could not name it"));
+  CHECK_THROWS_WITH(parse_branch_spec("a=b:1MiB"), contains_text("the name 'a=b' holds ',' or '='"));
 }
 
 TEST_CASE("an integer past long long is out of range, not 'not an integer'", "[spec]") {

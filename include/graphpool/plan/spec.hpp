@@ -212,12 +212,16 @@ namespace detail {
   return schedule::parse_order(text, 0, std::string(name) + " " + std::string(text));  // the planner quotes the name
 }
 
-/// @brief Parses "NAME:SAVED[:GRAD]" (sizes as parse_frame_size takes them).
+/// @brief Parses "NAME:SAVED[:GRAD]" (sizes as parse_frame_size takes them); NAME holds no ',' or '='
+/// (--frame-bytes, "key=value,...", names branches) and, as the separator, no ':'.
 [[nodiscard]] inline branch_sizes parse_branch_spec(std::string_view text) {
   const std::string what = "--branch '" + std::string(text) + "'";
   const std::vector<std::string> parts = detail::split(text, ':');
   if (parts.size() < 2 || parts.size() > 3 || parts[0].empty()) {
     throw error(what + ": write NAME:SAVED[:GRAD], e.g. cp2:32MiB:8MiB");
+  }
+  if (parts[0].find_first_of(",=") != std::string::npos) {
+    throw error(what + ": the name '" + parts[0] + "' holds ',' or '=', so --frame-bytes could not name it; rename it");
   }
   branch_sizes branch;
   branch.name = parts[0];
