@@ -17,6 +17,7 @@
 #include "graphpool/alignment.hpp"
 #include "graphpool/capture/capture_options.hpp"
 #include "graphpool/capture/graph_executable.hpp"
+#include "graphpool/capture/memory_nodes.hpp"
 
 namespace graphpool {
 
@@ -97,20 +98,10 @@ class capture_session final {
       throw error(where() + ": transient request of " + std::to_string(bytes) + " bytes at alignment " +
                   std::to_string(alignment) + " overflows when padded to that alignment; no node was added");
     }
-    const std::size_t padded = bytes + padding;
-    cudaMemAllocNodeParams params{};
-    params.poolProps.allocType = cudaMemAllocationTypePinned;
-    params.poolProps.location.type = cudaMemLocationTypeDevice;
-    params.poolProps.location.id = device_;
-    params.bytesize = padded;
-    cudaGraphNode_t node = nullptr;
-    const std::string what = where() + ": transient allocation of " + std::to_string(bytes) + " bytes";
-    with_dependencies(what, [&](cudaGraph_t graph, const cudaGraphNode_t* deps, std::size_t count) {
-      return cudaGraphAddMemAllocNode(&node, graph, deps, count, &params);
-    }, node);
-    const auto raw = reinterpret_cast<std::uintptr_t>(params.dptr);
-    void* aligned = reinterpret_cast<void*>(align_up(raw, alignment));
-    transients_.push_back({aligned, params.dptr});
+    void* raw = detail::add_alloc_node(stream_, device_, bytes + padding,
+                                       where() + ": transient allocation of " + std::to_string(bytes) + " bytes");
+    void* aligned = reinterpret_cast<void*>(align_up(reinterpret_cast<std::uintptr_t>(raw), alignment));
+    transients_.push_back({aligned, raw});
     ++report_.transient_allocations;
     report_.transient_bytes += bytes;
     return aligned;
@@ -125,7 +116,7 @@ class capture_session final {
     if (ptr == nullptr) return;
     for (std::size_t i = 0; i < transients_.size(); ++i) {
       if (transients_[i].aligned != ptr) continue;
-      add_free_node(transients_[i].raw);
+      free_node(transients_[i].raw);
       transients_.erase(transients_.begin() + static_cast<std::ptrdiff_t>(i));
       return;
     }
@@ -155,7 +146,7 @@ class capture_session final {
     require_capturing("finish");
     try {
       while (!transients_.empty()) {
-        add_free_node(transients_.back().raw);
+        free_node(transients_.back().raw);
         transients_.pop_back();
         ++report_.transients_freed_at_end;
       }
@@ -277,31 +268,7 @@ class capture_session final {
     static_cast<void>(cudaThreadExchangeStreamCaptureMode(&mode));
   }
 
-  // Adds a node after the capture's current dependencies, then makes it the only dependency. Memory
-  // nodes take plain (full) dependencies: edge data such as programmatic-launch ports is not carried over.
-  template <class AddNode>
-  void with_dependencies(const std::string& what, AddNode&& add, cudaGraphNode_t& node) {
-    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-    cudaGraph_t graph = nullptr;
-    const cudaGraphNode_t* deps = nullptr;
-    const cudaGraphEdgeData* edges = nullptr;
-    std::size_t count = 0;
-    GRAPHPOOL_CUDA_TRY(cudaStreamGetCaptureInfo(stream_, &status, nullptr, &graph, &deps, &edges, &count), what);
-    if (status != cudaStreamCaptureStatusActive) {
-      throw error(what + ": the capture is no longer active (status " + std::to_string(static_cast<int>(status)) +
-                  "); an earlier call inside the capture invalidated it");
-    }
-    GRAPHPOOL_CUDA_TRY(add(graph, deps, count), what);
-    GRAPHPOOL_CUDA_TRY(cudaStreamUpdateCaptureDependencies(stream_, &node, nullptr, 1, cudaStreamSetCaptureDependencies),
-                       what);
-  }
-
-  void add_free_node(void* raw) {
-    cudaGraphNode_t node = nullptr;
-    with_dependencies(where() + ": transient free", [&](cudaGraph_t graph, const cudaGraphNode_t* deps, std::size_t count) {
-      return cudaGraphAddMemFreeNode(&node, graph, deps, count, raw);
-    }, node);
-  }
+  void free_node(void* raw) { detail::add_free_node(stream_, raw, where() + ": transient free"); }
 
   cudaStream_t stream_;
   persistent_memory& persistent_;
