@@ -12,6 +12,12 @@ Every (chunk, slot, variant) is captured once, up front, through PyTorch's CUDAP
 frames whose variants share physical pages (graphpool's libgraphpool_c, loaded with ctypes).
 """
 
+try:
+    import torch  # noqa: F401
+except ImportError as e:
+    raise ImportError("graphpool_torch needs PyTorch, a CUDA 13 build of 2.9 or later (e.g. the cu130 wheels), "
+                      f"which this Python cannot import ({e})") from e
+
 from ._graphed import GraphedVariants, in_flight_schedule, slot_debug_requested
 from ._native import GraphpoolError, library_path
 

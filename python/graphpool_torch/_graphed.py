@@ -25,12 +25,19 @@ def in_flight_schedule(depth: int) -> str:
     return "order=" + ",".join(["1"] * depth + ["-1"] * depth)
 
 
-def _whole_number(value, what: str) -> int:
+_C_INT = (-(1 << 31), (1 << 31) - 1)
+
+
+def _whole_number(value, what: str, bounds: tuple = _C_INT) -> int:
     """`value` as an int; a float, bool or string (which ctypes would refuse with its own error) raises
-    GraphpoolError naming the argument."""
+    GraphpoolError naming the argument, and so does a value outside `bounds` (by default a C int's: ctypes
+    would pass 2**32 as 0 without a word)."""
     if isinstance(value, bool) or not hasattr(value, "__index__"):
         raise GraphpoolError(f"graphpool_torch: {what} must be an int, not {type(value).__name__} {value!r}")
-    return value.__index__()
+    number = value.__index__()
+    if not bounds[0] <= number <= bounds[1]:
+        raise GraphpoolError(f"graphpool_torch: {what} is {number}, out of range ({bounds[0]} to {bounds[1]})")
+    return number
 
 
 def _signature(args: tuple) -> tuple:
@@ -97,8 +104,18 @@ class GraphedVariants:
     may span several microbatches or chunks.
 
     Sample arguments are CUDA tensors whose shapes, dtypes and requires_grad match the real arguments'
-    (an argument that needs a gradient its sample did not is refused). ``with GraphedVariants(...) as g:``
-    releases on exit.
+    (an argument that needs a gradient its sample did not is refused). ``microbatch=`` is the index within
+    one step's schedule: ``0..in_flight-1``, or that of the first schedule given, or ``0..M-1`` after
+    ``begin_step(M)``.
+
+    ``warmup``: eager forward and backward runs of each variant on the capture stream before the captures.
+    ``window_capacity``: each window's address space in bytes (0: the device's memory). ``guard``: refuse a
+    forward that would overwrite memory a pending backward needs (default: GRAPHPOOL_SLOT_DEBUG set).
+
+    One GraphedVariants per process at a time (PyTorch's pluggable allocator is process-wide): ``release()``
+    gives the plug-in back (``with GraphedVariants(...) as g:`` releases on exit); one dropped without it
+    keeps the plug-in until the process ends. Errors are GraphpoolError, naming what to change (an
+    exception from the module itself during a capture is raised as it came).
 
     Thread-safety: set-up and calls from one thread, on one stream at a time.
     """
@@ -106,13 +123,32 @@ class GraphedVariants:
     def __init__(self, chunks, variants: dict, *, schedules: list[str] | None = None, in_flight: int = 1,
                  warmup: int = 1, window_capacity: int = 0, guard: bool | None = None):
         if not torch.cuda.is_available():
-            raise GraphpoolError("graphpool_torch: no CUDA device is available")
+            if torch.version.cuda is None:
+                raise GraphpoolError(f"graphpool_torch: PyTorch {torch.__version__} is a build without CUDA; "
+                                     "GraphedVariants captures CUDA graphs and needs a CUDA 13 build of PyTorch "
+                                     "(e.g. the cu130 wheels) and a GPU")
+            raise GraphpoolError(f"graphpool_torch: PyTorch {torch.__version__} (CUDA {torch.version.cuda}) sees no "
+                                 "CUDA device (torch.cuda.is_available() is False); GraphedVariants captures CUDA "
+                                 "graphs and needs a GPU and its driver")
         modules = list(chunks) if isinstance(chunks, (list, tuple)) else [chunks]
         if not variants:
             raise GraphpoolError("graphpool_torch: no variant given; map each variant's name to its sample arguments")
+        if isinstance(schedules, (str, bytes)):
+            raise GraphpoolError(f"graphpool_torch: schedules is a string ({schedules!r}); give a list of schedules, "
+                                 f"e.g. schedules=[{schedules!r}]")
+        in_flight = _whole_number(in_flight, "in_flight")
+        warmup = _whole_number(warmup, "warmup", (0, _C_INT[1]))
+        window_capacity = _whole_number(window_capacity, "window_capacity", (0, (1 << 64) - 1))
+        for name in variants:
+            if not isinstance(name, str):
+                raise GraphpoolError(f"graphpool_torch: variant names are strings, not {type(name).__name__} {name!r}")
         self.variants = list(variants)
         self._samples = {}
         for name, samples in variants.items():
+            for given in (samples if len(modules) > 1 and not isinstance(samples, torch.Tensor) else [samples]):
+                if isinstance(given, torch.Tensor):  # tuple() would split it into its rows, one argument each
+                    raise GraphpoolError(f"graphpool_torch: the sample arguments of variant '{name}' are a tensor, "
+                                         "not a tuple of arguments; write (x,) for one argument")
             per_chunk = [tuple(s) for s in samples] if len(modules) > 1 else [tuple(samples)]
             if len(per_chunk) != len(modules):
                 raise GraphpoolError(f"graphpool_torch: variant '{name}' has sample arguments for {len(per_chunk)} "

@@ -425,6 +425,33 @@ def test_one_plugin_per_process_and_clear_errors():
     assert graphpool_torch.library_path().is_file()
 
 
+def test_arguments_ctypes_would_misread_are_refused():
+    block = Block().cuda()
+    x = torch.randn(8, HIDDEN, device="cuda")
+    # A tensor where a tuple belongs: tuple(x) would give its 8 rows as 8 arguments.
+    with pytest.raises(GraphpoolError, match=r"sample arguments of variant 'a' are a tensor.*\(x,\)"):
+        GraphedVariants(block, {"a": x})
+    with pytest.raises(GraphpoolError, match=r"sample arguments of variant 'a' are a tensor"):
+        GraphedVariants([block, block], {"a": [x, x]}, schedules=["order=1,2,-2,-1"])
+    # A string where a list belongs: list() would give one schedule per character.
+    with pytest.raises(GraphpoolError, match=r"schedules is a string \('order=1,-1'\); give a list"):
+        GraphedVariants(block, {"a": (x,)}, schedules="order=1,-1")
+    with pytest.raises(GraphpoolError, match="variant names are strings, not int 1"):
+        GraphedVariants(block, {1: (x,)})
+    with pytest.raises(GraphpoolError, match="in_flight must be an int, not float 2.0"):
+        GraphedVariants(block, {"a": (x,)}, in_flight=2.0)
+    with pytest.raises(GraphpoolError, match="window_capacity is -1, out of range"):
+        GraphedVariants(block, {"a": (x,)}, window_capacity=-1)
+    with pytest.raises(GraphpoolError, match="warmup is -1, out of range"):
+        GraphedVariants(block, {"a": (x,)}, warmup=-1)
+    # Indices past a C int: ctypes would pass 2**32 as 0 and replay microbatch 0's slot.
+    with GraphedVariants(block, {"a": (x,)}, in_flight=2) as graphed:
+        with pytest.raises(GraphpoolError, match=r"microbatch= is 4294967296, out of range"):
+            graphed(x, microbatch=1 << 32)
+        with pytest.raises(GraphpoolError, match=r"begin_step's microbatches is 4294967298, out of range"):
+            graphed.begin_step((1 << 32) + 2)
+
+
 def test_a_pipeline_of_two_chunks_follows_the_schedule_slot_map():
     chunks = [Block().cuda(), Block().cuda()]
     variants = {n: [(torch.randn(t, HIDDEN, device="cuda"),), (torch.randn(t, HIDDEN, device="cuda", requires_grad=True),)]
