@@ -63,7 +63,7 @@ def library() -> ctypes.CDLL:
         if not (torch.version.cuda or "").startswith("13."):
             raise GraphpoolError(f"graphpool_torch: PyTorch {torch.__version__} is built for CUDA {torch.version.cuda}; "
                                  "graphpool's plug-in needs a CUDA 13 build of PyTorch (e.g. the cu130 wheels)")
-        lib = ctypes.CDLL(str(library_path()))
+        lib = ctypes.CDLL(os.path.abspath(library_path()))  # CUDAPluggableAllocator loads this same file
         size_p = ctypes.POINTER(ctypes.c_size_t)
         int_p = ctypes.POINTER(ctypes.c_int)
         signatures = {

@@ -16,8 +16,10 @@ def pluggable_allocator():
     if _allocator is None:
         import torch
 
+        # The file ctypes loaded, not library_path() again: a relative GRAPHPOOL_TORCH_LIBRARY read after a
+        # chdir, or a changed environment, would load a second copy whose malloc knows no plug-in.
         _allocator = torch.cuda.memory.CUDAPluggableAllocator(
-            str(_native.library_path()), "graphpool_torch_malloc", "graphpool_torch_free")
+            _native.library()._name, "graphpool_torch_malloc", "graphpool_torch_free")
     return _allocator
 
 
