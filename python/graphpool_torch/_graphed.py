@@ -226,9 +226,17 @@ class GraphedVariants:
         self._plugin.slot_of(microbatches, 0, 0)  # raises, naming the schedules planned, for an unknown count
         self._microbatches = microbatches
 
+    def _chunk(self, chunk) -> int:
+        chunk = _whole_number(chunk, "chunk=")
+        if not 0 <= chunk < len(self._modules):
+            raise GraphpoolError(f"graphpool_torch: chunk {chunk} is out of range; there are {len(self._modules)}")
+        return chunk
+
     def slot_of(self, chunk: int, microbatch: int) -> int:
+        """The copy (slot) of `chunk` that microbatch `microbatch` of the current step's schedule replays (its
+        slot map: the first schedule given, or that of ``begin_step(M)``)."""
         self._check_alive()
-        chunk, microbatch = _whole_number(chunk, "chunk="), _whole_number(microbatch, "microbatch=")
+        chunk, microbatch = self._chunk(chunk), _whole_number(microbatch, "microbatch=")
         microbatches = self._microbatches
         if microbatches is None:
             microbatches = self._microbatches = self._plugin.first_microbatches()
@@ -244,6 +252,9 @@ class GraphedVariants:
         return slot
 
     def variant_of(self, args: tuple, chunk: int = 0) -> int:
+        """The index (in ``variants``) of the variant of `chunk` whose sample arguments have the shapes and dtypes
+        of `args`; GraphpoolError where none or several do."""
+        chunk = self._chunk(chunk)
         key = _signature(args)
         table = self._dispatch[chunk]
         if key not in table:
@@ -257,9 +268,7 @@ class GraphedVariants:
 
     def __call__(self, *args, microbatch: int = 0, variant: str | None = None, chunk: int = 0):
         self._check_alive()
-        chunk, microbatch = _whole_number(chunk, "chunk="), _whole_number(microbatch, "microbatch=")
-        if not 0 <= chunk < len(self._modules):
-            raise GraphpoolError(f"graphpool_torch: chunk {chunk} is out of range; there are {len(self._modules)}")
+        chunk, microbatch = self._chunk(chunk), _whole_number(microbatch, "microbatch=")
         if variant is None:
             branch = self.variant_of(args, chunk)
         else:

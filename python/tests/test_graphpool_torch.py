@@ -450,6 +450,11 @@ def test_arguments_ctypes_would_misread_are_refused():
             graphed(x, microbatch=1 << 32)
         with pytest.raises(GraphpoolError, match=r"begin_step's microbatches is 4294967298, out of range"):
             graphed.begin_step((1 << 32) + 2)
+        # A chunk index Python would read from the end is refused, whichever call is given it.
+        for call in (lambda: graphed.variant_of((x,), chunk=-1), lambda: graphed.slot_of(-1, 0),
+                     lambda: graphed(x, chunk=1)):
+            with pytest.raises(GraphpoolError, match=r"chunk -?1 is out of range; there are 1"):
+                call()
 
 
 def test_a_pipeline_of_two_chunks_follows_the_schedule_slot_map():
