@@ -309,10 +309,13 @@ TEST_CASE("slot maps are written to JSON and drive the TransformerEngine tuples"
 TEST_CASE("slot rule and copies budget errors say what to change", "[plan][slot_map][errors]") {
   problem p = one_branch({schedule::one_f_one_b(4, 0, 8)}, {1}, slot_rule::schedule);
   p.max_copies = -2;
-  CHECK_THROWS_WITH(make_plan(p, assignment::offsets), contains_text("max_copies -2 cannot be negative; give 0 for no limit"));
+  CHECK_THROWS_WITH(make_plan(p, assignment::offsets),
+                    contains_text("max_copies -2 (problem::max_copies; --max-copies in graphpool-plan) cannot be "
+                                  "negative; give 0 for no limit"));
   p.max_copies = 3;
   CHECK_THROWS_WITH(make_plan(p, assignment::offsets),
-                    contains_text("max_copies 3 is below the 4 microbatches one chunk holds at once; allow at least 4"));
+                    contains_text("max_copies 3 (problem::max_copies; --max-copies in graphpool-plan) is below the 4 "
+                                  "microbatches one chunk holds at once; allow at least 4"));
   p.max_copies = twice_modulo_copies;
   p.slots = 4;
   CHECK_THROWS_WITH(make_plan(p, assignment::offsets),

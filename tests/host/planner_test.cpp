@@ -201,7 +201,7 @@ TEST_CASE("bad planner input is rejected with what to change", "[planner][errors
   CHECK_THROWS_WITH(make_plan(q, assignment::offsets), contains_text("two branches are named 'cp1'"));
   q = p;
   q.layers_per_chunk = {1, 2};
-  CHECK_THROWS_WITH(make_plan(q, assignment::offsets), contains_text("2 layer counts given for 1 chunk(s)"));
+  CHECK_THROWS_WITH(make_plan(q, assignment::offsets), contains_text("2 layer counts given for 1 chunk(s) (problem::layers_per_chunk; --layers in graphpool-plan)"));
   q = p;
   q.layers_per_chunk = {-1};
   CHECK_THROWS_WITH(make_plan(q, assignment::offsets), contains_text("cannot be negative"));

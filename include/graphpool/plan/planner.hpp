@@ -142,10 +142,13 @@ inline constexpr int window_rounds = 3;
   }
   const int period = count_slots(p.schedules);
   if (p.max_copies < 0 && p.max_copies != twice_modulo_copies) {
-    throw error("planner: max_copies " + std::to_string(p.max_copies) + " cannot be negative; give 0 for no limit");
+    throw error("planner: max_copies " + std::to_string(p.max_copies) +
+                " (problem::max_copies; --max-copies in graphpool-plan) cannot be negative; give 0 for no limit");
   }
   if (p.max_copies > 0 && p.max_copies < period) {
-    throw error("planner: max_copies " + std::to_string(p.max_copies) + " is below the " + std::to_string(period) +
+    // Named as graphpool-plan's --max-copies spells it too, so a user of either finds the one to change.
+    throw error("planner: max_copies " + std::to_string(p.max_copies) +
+                " (problem::max_copies; --max-copies in graphpool-plan) is below the " + std::to_string(period) +
                 " microbatches one chunk holds at once; allow at least " + std::to_string(period) +
                 " copies (0 = no limit)");
   }
