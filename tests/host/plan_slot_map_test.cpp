@@ -263,6 +263,22 @@ TEST_CASE("the default copies budget: at most twice m mod S's copies, never a la
   }
 }
 
+TEST_CASE("arenas by coloring: the default budget is never above m mod S's either", "[plan][slot_map]") {
+  // A layout at the live bound gives maps whose coloring can need far more than m mod S's (an audit's
+  // case: 673 MiB against 395); the coloring's plan is then compared with m mod S's as any other is.
+  problem p = one_branch({schedule::interleaved(2, 1, 8, 2, 2)}, {1}, slot_rule::mod, 64 * MiB);
+  p.overrides = {{1, 0, "cp1", 203 * MiB}};
+  for (assignment mode : {assignment::offsets, assignment::coloring}) {
+    p.rule = slot_rule::mod;
+    const plan by_mod = checked_plan(p, mode);
+    p.rule = slot_rule::schedule;
+    const plan mapped = checked_plan(p, mode);
+    INFO("mode " << (mode == assignment::offsets ? "offsets" : "coloring"));
+    CHECK(mapped.saved.footprint_bytes <= by_mod.saved.footprint_bytes);
+    CHECK(mapped.slots <= 2 * by_mod.slots);
+  }
+}
+
 TEST_CASE("slot maps are written to JSON and drive the TransformerEngine tuples", "[plan][slot_map][report]") {
   const problem p = one_branch({schedule::interleaved(2, 0, 3, 2, 2)}, {1}, slot_rule::schedule, 1 * MiB);
   const plan mapped = checked_plan(p);

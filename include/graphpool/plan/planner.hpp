@@ -243,9 +243,12 @@ inline constexpr int window_rounds = 3;
     const int copies = copies_used(least.maps);
     plan best = detail::plan_with_maps(p, mode, sizes, std::move(least.maps), copies, false, detail::candidate_effort,
                                        least.offsets);
-    if (best.grad.footprint_bytes <= best.grad.live_bound_bytes) return bounded(std::move(best));
-    // Gradients above their bound: the copies split by backward parity, or m mod S where it holds as few
-    // saved bytes (with fewer copies).
+    // Offsets lay the saved frames out at the layout's height; arenas by coloring may need more.
+    if (best.saved.footprint_bytes <= live_bound && best.grad.footprint_bytes <= best.grad.live_bound_bytes) {
+      return bounded(std::move(best));
+    }
+    // Gradients above their bound, or the coloring's arenas above the layout: the copies split by backward
+    // parity, or m mod S where it holds as few saved bytes (with fewer copies; so never above its plan).
     for (plan candidate : {detail::with_gradient_parity(p, mode, sizes, best, budget), std::move(modulo().whole())}) {
       if (better(candidate, best)) best = std::move(candidate);
     }
