@@ -40,7 +40,8 @@ graphpool_status graphpool_deallocate(graphpool_capture_resource* resource, void
 graphpool_status graphpool_push_persistent(graphpool_capture_resource* resource, graphpool_persistent_kind kind);
 graphpool_status graphpool_pop_persistent(graphpool_capture_resource* resource);
 
-/* The message of this thread's last error, or "" when the last call succeeded. */
+/* The message of this thread's last error, or "" when the last call succeeded (graphpool_torch_free, which
+ * returns no status, leaves it as it was). */
 const char* graphpool_last_error(void);
 
 #ifdef __cplusplus

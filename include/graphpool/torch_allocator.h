@@ -14,7 +14,10 @@
  * Calls return GRAPHPOOL_OK or GRAPHPOOL_ERROR; graphpool_last_error() (c_api.h) gives the message.
  * A call that fails writes none of its outputs.
  * graphpool_torch_malloc returns NULL on error, sets the same message and prints it to stderr (PyTorch
- * reports it as an out-of-memory error). Thread-safety: every call may come from any thread.
+ * reports it as an out-of-memory error). graphpool_torch_free reports nothing (a pointer that is not one
+ * of the plug-in's segments is named on stderr and ignored) and leaves graphpool_last_error() as it was, so
+ * a tensor freed between a failed call and the read of its message does not erase it.
+ * Thread-safety: every call may come from any thread.
  * Implemented in bindings/torch_allocator.cpp, part of libgraphpool_c.so (graphpool::c_api). */
 #ifndef GRAPHPOOL_TORCH_ALLOCATOR_H
 #define GRAPHPOOL_TORCH_ALLOCATOR_H

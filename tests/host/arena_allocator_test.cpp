@@ -232,7 +232,7 @@ TEST_CASE("unknown slots, branches, arenas and taken names are errors", "[arena]
   arena_allocator<host_resource> arenas(upstream);
   const slot_id slot = arenas.declare_slot("a");
   arenas.declare_branch(slot, "x", saved_only(8));
-  CHECK_THROWS_WITH(arenas.declare_slot("a"), contains_text("a slot named 'a' already exists"));
+  CHECK_THROWS_WITH(arenas.declare_slot("a"), contains_text("a slot named 'a' already exists; give every slot a name of its own"));
   CHECK_THROWS_WITH(arenas.declare_arena("a"), contains_text("an arena named 'a' already exists"));
   CHECK_THROWS_WITH(arenas.declare_slot("b", graphpool::arena_id{7}), contains_text("unknown arena 7; this allocator has 1"));
   CHECK_THROWS_WITH(arenas.declare_branch(slot_id{3}, "y", saved_only(8)), contains_text("unknown slot 3; this allocator has 1"));

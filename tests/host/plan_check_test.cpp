@@ -186,6 +186,28 @@ TEST_CASE("from_json refuses a malformed number or a flag that is not true or fa
   CHECK(read_with("branches", "[\"cp\\u0031\"]").branches.front() == "cp1");
 }
 
+TEST_CASE("from_json names the figure, and the frame's chunk and slot, it refuses", "[plan][check]") {
+  const std::string json = to_json(checked_plan(one_branch({schedule::one_f_one_b(2, 0, 4)}, slot_rule::mod, {2})));
+  // The document with the first `from` after `after` written as `to`.
+  const auto read_with = [&json](const std::string& after, const std::string& from, const std::string& to) {
+    std::string changed = json;
+    const std::size_t at = changed.find(from, changed.find(after));
+    REQUIRE(at != std::string::npos);
+    changed.replace(at, from.size(), to);
+    return from_json(changed);
+  };
+  for (const char* key : {"footprint_bytes", "lower_bound_bytes", "live_bound_bytes", "naive_bytes"}) {
+    INFO(key);
+    const std::string quoted = std::string("\"") + key + "\": ";
+    CHECK_THROWS_WITH(read_with("{", quoted, quoted + "-"),
+                      contains_text(std::string("plan JSON ") + key + ": expected a non-negative integer, found -"));
+    CHECK_THROWS_WITH(read_with("\"grad\": {", quoted, quoted + "-"),
+                      contains_text(std::string("plan JSON grad ") + key + ": expected a non-negative integer, found -"));
+  }
+  CHECK_THROWS_WITH(read_with("\"frames\"", "\"slot\": 1", "\"slot\": 5"),
+                    contains_text("plan JSON frames[2]: chunk 0 slot 5 is beyond the plan's 1 chunk(s) of 2 slot(s)"));
+}
+
 TEST_CASE("an offsets plan read from a document without colors cannot give TransformerEngine's arenas", "[plan][check]") {
   for (assignment mode : {assignment::offsets, assignment::coloring}) {
     const plan made = checked_plan(one_branch({schedule::one_f_one_b(4, 0, 8)}, slot_rule::mod, {2}), mode);

@@ -1,6 +1,7 @@
 // Pipeline schedules: the generators against Megatron-LM's rules and examples, order validation,
 // and the physical slot counts of DESIGN.md.
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -66,7 +67,11 @@ TEST_CASE("bad orders are rejected naming the entry's index and value", "[schedu
   // Chunks may run different numbers of microbatches: the schedule's count is the most any runs.
   CHECK(schedule::from_order({1, 2, -2, -1, 1, -1}).microbatches() == 2);
   CHECK_THROWS_WITH(schedule::parse_order("1,,-1x"), contains_text("entry 1 ('-1x') is not a number"));
-  CHECK_THROWS_WITH(schedule::parse_order("1,nan,-1"), contains_text("entry 1 (nan) is fractional"));
+  CHECK_THROWS_WITH(schedule::parse_order("1,nan,-1"), contains_text("entry 1 (nan) is not a chunk id"));
+  // Not a number at all: nothing about delayed weight-gradient graphs (which are fractional entries).
+  CHECK_THROWS_WITH(schedule::parse_order("1,-inf"), contains_text("order: entry 1 (-inf) is not a chunk id; write chunk ids"));
+  CHECK_THROWS_WITH(schedule::from_entries({1, -1, std::numeric_limits<double>::infinity()}),
+                    !contains_text("fractional"));
   CHECK_THROWS_WITH(schedule::parse_order("1,1e9,-1"), contains_text("entry 1 (1e+09) names a chunk beyond 4096"));
   CHECK(schedule::parse_order(" 1, 2,-2 ,-1 ").order() == std::vector<int>{1, 2, -2, -1});
 }

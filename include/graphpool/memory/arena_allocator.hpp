@@ -270,7 +270,9 @@ class arena_allocator final {
 
   void require_new_slot_name(const std::string& name) const {
     for (const detail::slot_record& s : slots_) {
-      if (s.name == name) throw error("declare_slot: a slot named '" + name + "' already exists");
+      if (s.name == name) {
+        throw error("declare_slot: a slot named '" + name + "' already exists; give every slot a name of its own");
+      }
     }
   }
 

@@ -121,7 +121,11 @@ class schedule {
     int largest = 0;
     for (std::size_t i = 0; i < entries.size(); ++i) {
       const double value = entries[i];
-      if (!std::isfinite(value) || value != std::trunc(value)) {
+      if (!std::isfinite(value)) {
+        throw error(name + ": entry " + std::to_string(i) + " (" + format_entry(value) +
+                    ") is not a chunk id; write chunk ids like 1,-1,2");
+      }
+      if (value != std::trunc(value)) {
         throw error(name + ": entry " + std::to_string(i) + " (" + format_entry(value) +
                     ") is fractional: delayed weight-gradient graphs are not supported with shared slots; "
                     "remove them from the order");
