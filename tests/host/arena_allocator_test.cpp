@@ -227,6 +227,28 @@ TEST_CASE("requests beyond what was declared are errors, never overlap", "[arena
   CHECK(interleaved.allocate_saved(64) == view.saved(1));
 }
 
+TEST_CASE("a declared part of zero bytes is passed over: no request could take it", "[arena]") {
+  // A zero-byte request returns nullptr and takes no part, so a zero-byte part would otherwise stop every
+  // request after it (an audit's case: outputs {4096, 0}, then a 150-byte request).
+  host_resource upstream;
+  arena_allocator<host_resource> arenas(upstream);
+  const slot_id slot = arenas.declare_slot("layer0");
+  const branch_id b = arenas.declare_branch(slot, "cp1", {{part(4096), part(0), part(0)}, {part(0), part(512)}});
+  arenas.reserve();
+  const auto view = arenas.view(slot, b);
+  auto cursor = arenas.cursor(slot, b);
+  CHECK(cursor.allocate(4096) == view.output(0));
+  CHECK(cursor.allocate(0) == nullptr);
+  CHECK(cursor.allocate(150) == view.saved(1));  // past output parts 1 and 2, and saved part 0
+  CHECK(cursor.served() == 2);
+  CHECK_THROWS_WITH(cursor.allocate(1), contains_text("saved request 2 (1 B @256) is beyond what was declared"));
+  auto outputs = arenas.cursor(slot, b);
+  CHECK(outputs.allocate_output(4096) == view.output(0));
+  CHECK_THROWS_WITH(outputs.allocate_output(8), contains_text("output request 3 (8 B @256) is beyond what was declared: "
+                                                              "the branch declared 3 output part(s)"));
+  CHECK(outputs.allocate_saved(512) == view.saved(1));
+}
+
 TEST_CASE("unknown slots, branches, arenas and taken names are errors", "[arena][errors]") {
   host_resource upstream;
   arena_allocator<host_resource> arenas(upstream);

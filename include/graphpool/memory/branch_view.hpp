@@ -156,17 +156,20 @@ class branch_view {
 ///
 /// For code that learns its requests one by one (a framework allocator during capture): the k-th
 /// output request gets output part k, the k-th saved request saved part k, and each must fit its
-/// part. allocate() takes the next part in declaration order (outputs, then saved). Not thread-safe:
+/// part (a declared part of zero bytes is passed over). allocate() takes the next part in declaration
+/// order (outputs, then saved). Not thread-safe:
 /// one cursor per caller.
 class branch_cursor {
  public:
   explicit branch_cursor(branch_view view) noexcept : view_(view) {}
 
   /// @brief The next declared part (outputs first, then saved parts). A zero-byte request returns
-  /// nullptr and takes no part (graphpool's one rule for zero-byte requests).
+  /// nullptr and takes no part (graphpool's one rule for zero-byte requests), so a declared part of zero
+  /// bytes, which no request could take, is passed over.
   /// @throws graphpool::error when every declared part was handed out, or the request is larger or
   /// more strictly aligned than the part declared for it. Nothing is handed out then.
   [[nodiscard]] void* allocate(std::size_t bytes, std::size_t alignment = default_alignment) {
+    if (bytes != 0) pass_empty(true, next_output_);
     return next_output_ < view_.output_count() ? allocate_output(bytes, alignment) : allocate_saved(bytes, alignment);
   }
 
@@ -180,14 +183,23 @@ class branch_cursor {
     return take(false, next_saved_, bytes, alignment);
   }
 
-  /// @return how many requests were served.
-  [[nodiscard]] std::size_t served() const noexcept { return next_output_ + next_saved_; }
+  /// @return how many requests were served (a part each).
+  [[nodiscard]] std::size_t served() const noexcept { return served_; }
 
  private:
+  // Moves `next` past declared parts of zero bytes; @return the flat index of this kind's part 0.
+  std::size_t pass_empty(bool output, std::size_t& next) const noexcept {
+    const std::size_t count = output ? view_.output_count() : view_.saved_count();
+    const std::size_t first = output ? 0 : view_.output_count();
+    while (next < count && view_.branch_->part_extents[first + next] == 0) ++next;
+    return first;
+  }
+
   void* take(bool output, std::size_t& next, std::size_t bytes, std::size_t alignment) {
     if (bytes == 0) return nullptr;
     const char* kind = output ? "output" : "saved";
     const std::size_t count = output ? view_.output_count() : view_.saved_count();
+    const std::size_t first = pass_empty(output, next);
     if (!is_valid_alignment(alignment)) {
       detail::check_alignment(alignment, view_.describe() + " " + describe_request(kind, next, bytes, alignment));
     }
@@ -196,7 +208,7 @@ class branch_cursor {
                   " is beyond what was declared: the branch declared " + std::to_string(count) + " " + kind +
                   " part(s); declare this part in the branch's layout");
     }
-    const std::size_t flat = output ? next : view_.output_count() + next;
+    const std::size_t flat = first + next;
     const part& declared = output ? view_.branch_->layout.outputs[next] : view_.branch_->layout.saved[next];
     if (bytes > view_.branch_->part_extents[flat] || alignment > declared.alignment()) {
       throw error(view_.describe() + ": " + describe_request(kind, next, bytes, alignment) + " does not fit " + kind +
@@ -204,6 +216,7 @@ class branch_cursor {
                   "; declare the part at least this large and this aligned");
     }
     ++next;
+    ++served_;
     return view_.base_ + view_.branch_->part_offsets[flat];
   }
 
@@ -216,6 +229,7 @@ class branch_cursor {
   branch_view view_;
   std::size_t next_output_ = 0;
   std::size_t next_saved_ = 0;
+  std::size_t served_ = 0;
 };
 
 }  // namespace graphpool
