@@ -66,7 +66,10 @@ TEST_CASE("branch, override and layer specs", "[spec]") {
   CHECK(o.layer == 2);
   CHECK(o.branch == "cp2");
   CHECK(o.saved == 40u << 20);
-  CHECK_THROWS_WITH(parse_frame_bytes_spec("chunk=1,layer=2,saved=1"), contains_text("chunk, layer, branch and saved are required"));
+  CHECK_THROWS_WITH(parse_frame_bytes_spec("chunk=1,layer=2,saved=1"),
+                    contains_text("chunk, layer, branch and saved are required; branch is missing or empty"));
+  CHECK_THROWS_WITH(parse_frame_bytes_spec("chunk=1,layer=2,branch=,saved=1"), contains_text("; branch is missing or empty"));
+  CHECK_THROWS_WITH(parse_frame_bytes_spec("branch=a"), contains_text("; chunk, layer, saved are missing or empty"));
   CHECK(parse_layers_spec("3") == std::vector<int>{3});
   CHECK(parse_layers_spec("0,2,3") == std::vector<int>{0, 2, 3});
   CHECK_THROWS_WITH(parse_layers_spec("2,,3"), contains_text("'' is not an integer"));

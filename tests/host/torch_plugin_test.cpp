@@ -225,7 +225,7 @@ TEST_CASE("torch plug-in: lay-out maps persistent pages to planned frames and th
   auto* c = static_cast<std::byte*>(pool.allocate(4 * granule));
   CHECK(pool.add_persistent(at(0, 1, 2), c + 2 * granule, 1));
 
-  CHECK_THROWS_WITH(p->frame_range(0, 0), contains_text("not laid out yet"));
+  CHECK_THROWS_WITH(p->frame_range(0, 0), contains_text("not laid out yet; lay them out after the captures (graphpool_torch_lay_out)"));
   const auto footprint = p->lay_out();
   const auto first = p->frame_range(0, 0);
   const auto second = p->frame_range(0, 1);

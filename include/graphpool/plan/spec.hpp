@@ -261,7 +261,13 @@ namespace detail {
     }
   }
   if (o.chunk < 0 || o.layer < 0 || o.branch.empty() || !have_saved) {
-    throw error(what + ": chunk, layer, branch and saved are required");
+    std::string missing;
+    for (const auto& [name, given] : {std::pair<const char*, bool>{"chunk", o.chunk >= 0}, {"layer", o.layer >= 0},
+                                      {"branch", !o.branch.empty()}, {"saved", have_saved}}) {
+      if (!given) missing += std::string(missing.empty() ? "" : ", ") + name;
+    }
+    throw error(what + ": chunk, layer, branch and saved are required; " + missing +
+                (missing.find(',') == std::string::npos ? " is" : " are") + " missing or empty");
   }
   return o;
 }
