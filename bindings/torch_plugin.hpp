@@ -121,7 +121,9 @@ class torch_plugin {
   /// frames whose ranges overlap share memory, so they must never be alive together.
   /// @throws graphpool::error before lay_out(), or for a chunk or slot out of range.
   [[nodiscard]] std::pair<std::size_t, std::size_t> frame_range(int chunk, int slot) const {
-    if (frame_ranges_.empty()) throw error("the frames are not laid out yet; lay them out after the captures (graphpool_torch_lay_out)");
+    if (frame_ranges_.empty()) {
+      throw error("the frames are not laid out yet; lay them out after the captures (graphpool_torch_lay_out)");
+    }
     if (chunk < 0 || chunk >= shape_.chunks || slot < 0 || slot >= shape_.slots) {
       throw error("chunk " + std::to_string(chunk) + ", slot " + std::to_string(slot) + " is out of range; there are " +
                   std::to_string(shape_.chunks) + " chunk(s) of " + std::to_string(shape_.slots) + " slot(s) (0-based)");

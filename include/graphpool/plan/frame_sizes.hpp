@@ -29,8 +29,8 @@ inline void validate(const problem& p, int chunks) {
   }
   if (p.layers_per_chunk.size() != 1 && p.layers_per_chunk.size() != static_cast<std::size_t>(chunks)) {
     throw error("planner: " + std::to_string(p.layers_per_chunk.size()) + " layer counts given for " +
-                std::to_string(chunks) +
-                " chunk(s) (problem::layers_per_chunk; --layers in graphpool-plan); give one for every chunk, or one for all");
+                std::to_string(chunks) + " chunk(s) (problem::layers_per_chunk; --layers in graphpool-plan); "
+                "give one for every chunk, or one for all");
   }
   std::size_t layers_total = 0;  // every chunk's layers: a plan holds them once per slot, at least one slot
   for (int c = 0; c < chunks; ++c) {

@@ -48,10 +48,12 @@ void read_placed(const graphpool::detail::json_value& v, const std::string& at, 
 }
 
 inline void read_figures(const graphpool::detail::json_value& v, plan_figures& f, const std::string& where) {
-  f.footprint_bytes = static_cast<std::size_t>(v.at("footprint_bytes", where).unsigned_integer(where + " footprint_bytes"));
+  f.footprint_bytes =
+      static_cast<std::size_t>(v.at("footprint_bytes", where).unsigned_integer(where + " footprint_bytes"));
   f.lower_bound_bytes =
       static_cast<std::size_t>(v.at("lower_bound_bytes", where).unsigned_integer(where + " lower_bound_bytes"));
-  f.live_bound_bytes = static_cast<std::size_t>(v.at("live_bound_bytes", where).unsigned_integer(where + " live_bound_bytes"));
+  f.live_bound_bytes =
+      static_cast<std::size_t>(v.at("live_bound_bytes", where).unsigned_integer(where + " live_bound_bytes"));
   f.naive_bytes = static_cast<std::size_t>(v.at("naive_bytes", where).unsigned_integer(where + " naive_bytes"));
   f.lower_bound_exact =
       v.has("lower_bound_exact") && v.at("lower_bound_exact", where).boolean_value(where + " lower_bound_exact");
@@ -111,8 +113,9 @@ template <class Choice>
                   " frames a plan may hold");
     }
     if (f.chunk >= p.chunks || f.slot >= p.slots) {
-      throw error(at + ": chunk " + std::to_string(f.chunk) + " slot " + std::to_string(f.slot) + " is beyond the plan's " +
-                  std::to_string(p.chunks) + " chunk(s) of " + std::to_string(p.slots) + " slot(s) (0-based)");
+      throw error(at + ": chunk " + std::to_string(f.chunk) + " slot " + std::to_string(f.slot) +
+                  " is beyond the plan's " + std::to_string(p.chunks) + " chunk(s) of " + std::to_string(p.slots) +
+                  " slot(s) (0-based)");
     }
     int& layers = p.layers_per_chunk[static_cast<std::size_t>(f.chunk)];
     layers = std::max(layers, f.layer + 1);
