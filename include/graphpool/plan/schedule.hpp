@@ -115,31 +115,33 @@ class schedule {
   /// A fractional entry such as `-(c)-0.5` is a delayed weight-gradient graph: its memory outlives
   /// the backward that a slot's lifetime ends at, so it is rejected with shared slots.
   /// @throws graphpool::error as from_order, and for any non-integer entry.
+  /// @param said how messages name the schedule (default: `name`), e.g. a command line's quoted flag.
   [[nodiscard]] static schedule from_entries(const std::vector<double>& entries, int chunks = 0,
-                                             std::string name = "order") {
-    if (entries.empty()) throw error(name + ": the order is empty");
+                                             std::string name = "order", std::string said = {}) {
+    if (said.empty()) said = name;
+    if (entries.empty()) throw error(said + ": the order is empty");
     int largest = 0;
     for (std::size_t i = 0; i < entries.size(); ++i) {
       const double value = entries[i];
       if (!std::isfinite(value)) {
-        throw error(name + ": entry " + std::to_string(i) + " (" + format_entry(value) +
+        throw error(said + ": entry " + std::to_string(i) + " (" + format_entry(value) +
                     ") is not a chunk id; write chunk ids like 1,-1,2");
       }
       if (value != std::trunc(value)) {
-        throw error(name + ": entry " + std::to_string(i) + " (" + format_entry(value) +
+        throw error(said + ": entry " + std::to_string(i) + " (" + format_entry(value) +
                     ") is fractional: delayed weight-gradient graphs are not supported with shared slots; "
                     "remove them from the order");
       }
-      if (value == 0) throw error(name + ": entry " + std::to_string(i) + " (0) is not a chunk id; ids start at 1");
+      if (value == 0) throw error(said + ": entry " + std::to_string(i) + " (0) is not a chunk id; ids start at 1");
       if (std::fabs(value) > max_chunks) {
-        throw error(name + ": entry " + std::to_string(i) + " (" + format_entry(value) + ") names a chunk beyond " +
+        throw error(said + ": entry " + std::to_string(i) + " (" + format_entry(value) + ") names a chunk beyond " +
                     std::to_string(max_chunks) + ", the most a schedule may have");
       }
       largest = std::max(largest, static_cast<int>(std::fabs(value)));
     }
     if (chunks == 0) chunks = largest;
     if (chunks < 1 || chunks > max_chunks) {
-      throw error(name + ": the number of chunks must be in [1, " + std::to_string(max_chunks) + "], not " +
+      throw error(said + ": the number of chunks must be in [1, " + std::to_string(max_chunks) + "], not " +
                   std::to_string(chunks));
     }
 
@@ -152,7 +154,7 @@ class schedule {
       const int id = static_cast<int>(entries[i]);
       const int chunk = std::abs(id) - 1;
       if (chunk >= chunks) {
-        throw error(result.name_ + ": entry " + std::to_string(i) + " (" + std::to_string(id) + ") names " +
+        throw error(said + ": entry " + std::to_string(i) + " (" + std::to_string(id) + ") names " +
                     chunk_name(chunk) + " but the schedule has " + std::to_string(chunks) + " chunk(s)");
       }
       auto& done_forwards = forwards[static_cast<std::size_t>(chunk)];
@@ -161,7 +163,7 @@ class schedule {
         result.events_.push_back(event{phase::forward, chunk, done_forwards++});
       } else {
         if (done_backwards >= done_forwards) {
-          throw error(result.name_ + ": entry " + std::to_string(i) + " (" + std::to_string(id) +
+          throw error(said + ": entry " + std::to_string(i) + " (" + std::to_string(id) +
                       ") is a backward of " + chunk_name(chunk) + " with no pending forward");
         }
         result.events_.push_back(event{phase::backward, chunk, done_backwards++});
@@ -169,13 +171,13 @@ class schedule {
     }
     for (int c = 0; c < chunks; ++c) {
       if (forwards[static_cast<std::size_t>(c)] == 0) {
-        throw error(result.name_ + ": " + chunk_name(c) + " never runs, yet " +
+        throw error(said + ": " + chunk_name(c) + " never runs, yet " +
                     (largest == chunks ? "the largest id is " + std::to_string(largest)
                                        : "the schedule has " + std::to_string(chunks) + " chunks") +
                     "; number the chunks from 1 without gaps");
       }
       if (forwards[static_cast<std::size_t>(c)] != backwards[static_cast<std::size_t>(c)]) {
-        throw error(result.name_ + ": " + chunk_name(c) + " has " +
+        throw error(said + ": " + chunk_name(c) + " has " +
                     std::to_string(forwards[static_cast<std::size_t>(c)]) + " forward(s) but " +
                     std::to_string(backwards[static_cast<std::size_t>(c)]) +
                     " backward(s); every forward needs its backward");
@@ -187,8 +189,11 @@ class schedule {
   }
 
   /// @brief Parses "1,1,-1,2,-2,-1" (commas and/or spaces) into a schedule.
+  /// @param said how messages name the schedule (default: `name`), as from_entries's.
   /// @throws graphpool::error naming the entry's index and text when it is not a number, and as from_entries.
-  [[nodiscard]] static schedule parse_order(std::string_view text, int chunks = 0, std::string name = "order") {
+  [[nodiscard]] static schedule parse_order(std::string_view text, int chunks = 0, std::string name = "order",
+                                            std::string said = {}) {
+    if (said.empty()) said = name;
     std::vector<double> entries;
     std::size_t position = 0;
     while (position < text.size()) {
@@ -202,13 +207,13 @@ class schedule {
       char* parsed_end = nullptr;
       const double value = std::strtod(token.c_str(), &parsed_end);
       if (parsed_end != token.c_str() + token.size() || token.empty()) {
-        throw error(name + ": entry " + std::to_string(entries.size()) + " ('" + token +
+        throw error(said + ": entry " + std::to_string(entries.size()) + " ('" + token +
                     "') is not a number; write chunk ids like 1,-1,2");
       }
       entries.push_back(value);
       position = end;
     }
-    return from_entries(entries, chunks, std::move(name));
+    return from_entries(entries, chunks, std::move(name), std::move(said));
   }
 
   /// @return a name for messages: how the schedule was made.

@@ -211,14 +211,7 @@ namespace detail {
   }
   // The schedule is named `name text`, unquoted: the planner's messages quote schedule names. Its own
   // messages (an entry that is not a number, a chunk that never runs) call the text `name 'text'`.
-  const std::string schedule_name = std::string(name) + " " + std::string(text);
-  try {
-    return schedule::parse_order(text, 0, schedule_name);
-  } catch (const error& e) {
-    const std::string message = e.what();
-    if (message.compare(0, schedule_name.size(), schedule_name) != 0) throw;
-    throw error(what + message.substr(schedule_name.size()));
-  }
+  return schedule::parse_order(text, 0, std::string(name) + " " + std::string(text), what);
 }
 
 /// @brief Parses "NAME:SAVED[:GRAD]" (sizes as parse_frame_size takes them); NAME holds no ',' or '='
