@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import os
 import time
+import weakref
 
 import torch
 
@@ -45,6 +46,15 @@ def _signature(args: tuple) -> tuple:
 
 
 _capture_streams: dict = {}
+
+
+def _release_dropped(copies: dict, plugin: Plugin, device: int) -> None:
+    """What release() does, for a GraphedVariants collected without it (it holds no reference to the object)."""
+    for copy in copies.values():
+        copy.release()
+    copies.clear()
+    torch.cuda.synchronize(device)
+    plugin.destroy()
 
 
 def _capture_stream(device: int):
@@ -114,8 +124,9 @@ class GraphedVariants:
 
     One GraphedVariants per process at a time (PyTorch's pluggable allocator is process-wide): ``release()``
     gives the plug-in back (``with GraphedVariants(...) as g:`` releases on exit); one dropped without it
-    keeps the plug-in until the process ends. Errors are GraphpoolError, naming what to change (an
-    exception from the module itself during a capture is raised as it came).
+    gives it back when Python collects it (in a reference cycle: at the next collection, which a new
+    GraphedVariants runs when it finds the plug-in taken). Errors are GraphpoolError, naming what to change
+    (an exception from the module itself during a capture is raised as it came).
 
     Thread-safety: set-up and calls from one thread, on one stream at a time.
     """
@@ -175,6 +186,10 @@ class GraphedVariants:
         # A failed capture puts the RNG state back as it was before this call: the warm-ups draw from it too.
         rng_states = torch.get_rng_state(), torch.cuda.get_rng_state(self.device)
         self._plugin = Plugin(self.device, self.variants, list(schedules), window_capacity)
+        # Dropped without release(), its graphs and the process's plug-in go back when Python collects it
+        # (not at exit, when the CUDA context may be gone: the process gives everything back then).
+        self._finalizer = weakref.finalize(self, _release_dropped, self._copies, self._plugin, self.device)
+        self._finalizer.atexit = False
         try:
             if self._plugin.chunks != len(modules):
                 raise GraphpoolError(f"graphpool_torch: the schedules have {self._plugin.chunks} chunk(s) but "
@@ -388,6 +403,7 @@ class GraphedVariants:
         from the graphs (outputs, input gradients still referenced elsewhere) hold: 0 when everything went
         back now; otherwise the frames go back when the last of those tensors is freed."""
         self._released = True
+        self._finalizer.detach()
         for copy in self._copies.values():
             copy.release()
         self._copies.clear()

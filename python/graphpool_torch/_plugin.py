@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import gc
 
 from . import _native
 
@@ -27,6 +28,8 @@ class Plugin:
     """graphpool_torch_create() and the calls around it. One exists per process at a time."""
 
     def __init__(self, device: int, branches: list[str], schedules: list[str], window_capacity: int = 0):
+        if _native.int_out("graphpool_torch_exists"):
+            gc.collect()  # a GraphedVariants dropped without release() gives the plug-in back when collected
         if _native.int_out("graphpool_torch_exists"):
             raise _native.GraphpoolError(
                 "graphpool_torch: another GraphedVariants holds the process's plug-in; call its release() first "

@@ -425,6 +425,30 @@ def test_one_plugin_per_process_and_clear_errors():
     assert graphpool_torch.library_path().is_file()
 
 
+@pytest.mark.counts_memory
+def test_one_dropped_without_release_gives_the_plugin_and_its_memory_back():
+    block = Block().cuda()
+    # The first use of the capture stream makes cuBLAS workspaces; with no tensor kept, everything goes back.
+    assert GraphedVariants(block, samples()).release() == 0
+    torch.cuda.synchronize()
+    gc.collect()
+    torch.cuda.empty_cache()
+    free_before, allocated_before = torch.cuda.mem_get_info()[0], torch.cuda.memory_allocated()
+    dropped = GraphedVariants(block, samples())
+    physical = dropped.memory()["physical"]
+    assert physical > 0 and free_before - torch.cuda.mem_get_info()[0] >= physical
+    del dropped  # no release()
+    gc.collect()
+    torch.cuda.empty_cache()
+    assert torch.cuda.memory_allocated() == allocated_before
+    assert abs(torch.cuda.mem_get_info()[0] - free_before) <= (2 << 20)
+    # Dropped again, a new one follows at once (collecting the old one itself where a cycle holds it).
+    dropped = GraphedVariants(block, samples())
+    del dropped
+    with GraphedVariants(block, samples()) as again:
+        again(torch.randn(TOKENS["cp2"], HIDDEN, device="cuda"))
+
+
 def test_arguments_ctypes_would_misread_are_refused():
     block = Block().cuda()
     x = torch.randn(8, HIDDEN, device="cuda")
