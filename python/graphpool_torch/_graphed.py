@@ -106,7 +106,7 @@ class GraphedVariants:
 
     Calls: ``graphed(*args, microbatch=m, variant=None, chunk=0)`` replays the copy the schedule's slot
     map gives microbatch m, of the variant named or the one whose sample arguments have the arguments'
-    shapes and dtypes. Outputs keep their strides and stay valid until that copy's next replay (as with
+    shapes and dtypes (tensor arguments on the device the graphs were captured on). Outputs keep their strides and stay valid until that copy's next replay (as with
     torch.cuda.make_graphed_callables) or, once its backward has run, the next forward of a frame whose
     planned pages overlap its own (the plan shares pages between frames the schedules never hold at
     once: none with ``in_flight``); the gradients a backward returns are their own tensors (copied out
@@ -179,6 +179,7 @@ class GraphedVariants:
             schedules = [in_flight_schedule(in_flight)]
         self.guard = slot_debug_requested() if guard is None else guard
         self.device = torch.cuda.current_device()
+        self._device = torch.device("cuda", self.device)
         self._modules = modules
         self._parameters = [[p for p in m.parameters() if p.requires_grad] for m in modules]
         self._copies = {}
@@ -294,6 +295,10 @@ class GraphedVariants:
             if _signature(args) != expected:
                 raise GraphpoolError(f"graphpool_torch: variant '{variant}' of chunk {chunk} takes arguments "
                                      f"{list(expected)}, got {list(_signature(args))}")
+        for i, given in enumerate(args):
+            if isinstance(given, torch.Tensor) and given.device != self._device:
+                raise GraphpoolError(f"graphpool_torch: argument {i} is on {given.device}, but the graphs were captured "
+                                     f"on {self._device}; move it there first (e.g. .to('{self._device}'))")
         slot = self.slot_of(chunk, microbatch)
         copy = self._copies[chunk, slot, branch]
         if torch.is_grad_enabled():

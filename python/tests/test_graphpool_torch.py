@@ -474,6 +474,9 @@ def test_arguments_ctypes_would_misread_are_refused():
             graphed(x, microbatch=1 << 32)
         with pytest.raises(GraphpoolError, match=r"begin_step's microbatches is 4294967298, out of range"):
             graphed.begin_step((1 << 32) + 2)
+        # An argument off the graphs' device would be copied in without a word: refused, naming both.
+        with pytest.raises(GraphpoolError, match=r"argument 0 is on cpu, but the graphs were captured on cuda:\d"):
+            graphed(x.cpu(), microbatch=0)
         # A chunk index Python would read from the end is refused, whichever call is given it.
         for call in (lambda: graphed.variant_of((x,), chunk=-1), lambda: graphed.slot_of(-1, 0),
                      lambda: graphed(x, chunk=1)):
