@@ -5,7 +5,6 @@ from __future__ import annotations
 import gc
 import os
 import time
-import weakref
 
 import torch
 
@@ -46,15 +45,6 @@ def _signature(args: tuple) -> tuple:
 
 
 _capture_streams: dict = {}
-
-
-def _release_dropped(copies: dict, plugin: Plugin, device: int) -> None:
-    """What release() does, for a GraphedVariants collected without it (it holds no reference to the object)."""
-    for copy in copies.values():
-        copy.release()
-    copies.clear()
-    torch.cuda.synchronize(device)
-    plugin.destroy()
 
 
 def _capture_stream(device: int):
@@ -124,9 +114,9 @@ class GraphedVariants:
 
     One GraphedVariants per process at a time (PyTorch's pluggable allocator is process-wide): ``release()``
     gives the plug-in back (``with GraphedVariants(...) as g:`` releases on exit); one dropped without it
-    gives it back when Python collects it (in a reference cycle: at the next collection, which a new
-    GraphedVariants runs when it finds the plug-in taken). Errors are GraphpoolError, naming what to change
-    (an exception from the module itself during a capture is raised as it came).
+    keeps the plug-in, and its memory, until the next GraphedVariants is made, which collects it and takes
+    the plug-in over. Errors are GraphpoolError, naming what to change (an exception from the module itself
+    during a capture is raised as it came).
 
     Thread-safety: set-up and calls from one thread, on one stream at a time.
     """
@@ -186,11 +176,7 @@ class GraphedVariants:
         self._released = False
         # A failed capture puts the RNG state back as it was before this call: the warm-ups draw from it too.
         rng_states = torch.get_rng_state(), torch.cuda.get_rng_state(self.device)
-        self._plugin = Plugin(self.device, self.variants, list(schedules), window_capacity)
-        # Dropped without release(), its graphs and the process's plug-in go back when Python collects it
-        # (not at exit, when the CUDA context may be gone: the process gives everything back then).
-        self._finalizer = weakref.finalize(self, _release_dropped, self._copies, self._plugin, self.device)
-        self._finalizer.atexit = False
+        self._plugin = Plugin(self, self.device, self.variants, list(schedules), window_capacity)
         try:
             if self._plugin.chunks != len(modules):
                 raise GraphpoolError(f"graphpool_torch: the schedules have {self._plugin.chunks} chunk(s) but "
@@ -408,7 +394,6 @@ class GraphedVariants:
         from the graphs (outputs, input gradients still referenced elsewhere) hold: 0 when everything went
         back now; otherwise the frames go back when the last of those tensors is freed."""
         self._released = True
-        self._finalizer.detach()
         for copy in self._copies.values():
             copy.release()
         self._copies.clear()

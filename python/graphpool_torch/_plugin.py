@@ -5,10 +5,12 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import gc
+import weakref
 
 from . import _native
 
 _allocator = None
+_owner = None  # (weak reference to the object the plug-in was made for, its device) while one exists
 
 
 def pluggable_allocator():
@@ -27,9 +29,10 @@ def pluggable_allocator():
 class Plugin:
     """graphpool_torch_create() and the calls around it. One exists per process at a time."""
 
-    def __init__(self, device: int, branches: list[str], schedules: list[str], window_capacity: int = 0):
+    def __init__(self, owner, device: int, branches: list[str], schedules: list[str], window_capacity: int = 0):
+        global _owner
         if _native.int_out("graphpool_torch_exists"):
-            gc.collect()  # a GraphedVariants dropped without release() gives the plug-in back when collected
+            _reclaim_dropped()
         if _native.int_out("graphpool_torch_exists"):
             raise _native.GraphpoolError(
                 "graphpool_torch: another GraphedVariants holds the process's plug-in; call its release() first "
@@ -44,6 +47,7 @@ class Plugin:
         _native.call("graphpool_torch_shape", ctypes.byref(chunks), ctypes.byref(slots))
         self.chunks, self.slots = chunks.value, slots.value
         self.alive = True
+        _owner = (weakref.ref(owner), device)
 
     def first_microbatches(self) -> int:
         """The microbatches of the first schedule given."""
@@ -106,7 +110,24 @@ class Plugin:
     def destroy(self) -> int:
         """Forgets the plug-in and frees its frames; returns the segments PyTorch still holds (their frames'
         memory goes back when the last of them is freed)."""
+        global _owner
         if not self.alive:
             return 0
         self.alive = False
+        _owner = None
         return _native.size_out("graphpool_torch_destroy")
+
+
+def _reclaim_dropped() -> None:
+    """The plug-in of an owner dropped without release(): once Python has collected the owner (its graphs
+    went with it), the plug-in is destroyed here, after its device's work, rather than at a collection
+    that may come in the middle of some other capture."""
+    global _owner
+    gc.collect()
+    if _owner is None or _owner[0]() is not None:
+        return
+    import torch
+
+    torch.cuda.synchronize(_owner[1])
+    _owner = None
+    _native.size_out("graphpool_torch_destroy")
