@@ -12,7 +12,7 @@ namespace graphpool::testing {
 /// A non-blocking stream, destroyed with the object.
 struct stream_guard {
   stream_guard() { GRAPHPOOL_CUDA_TRY(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "test stream"); }
-  ~stream_guard() { GRAPHPOOL_CUDA_REPORT(cudaStreamDestroy(stream)); }
+  ~stream_guard() { GRAPHPOOL_CUDA_REPORT(cudaStreamDestroy(stream), "~stream_guard: destroying the test stream"); }
   stream_guard(const stream_guard&) = delete;
   stream_guard& operator=(const stream_guard&) = delete;
   cudaStream_t stream = nullptr;
@@ -21,7 +21,7 @@ struct stream_guard {
 /// A device-side counter kernels add to (a mismatch count); reset() zeroes it, read() copies it back.
 struct device_counter {
   device_counter() { GRAPHPOOL_CUDA_TRY(cudaMalloc(reinterpret_cast<void**>(&value), sizeof(*value)), "counter"); }
-  ~device_counter() { GRAPHPOOL_CUDA_REPORT(cudaFree(value)); }
+  ~device_counter() { GRAPHPOOL_CUDA_REPORT(cudaFree(value), "~device_counter: freeing the counter"); }
   device_counter(const device_counter&) = delete;
   device_counter& operator=(const device_counter&) = delete;
   void reset() { GRAPHPOOL_CUDA_TRY(cudaMemset(value, 0, sizeof(*value)), "counter"); }

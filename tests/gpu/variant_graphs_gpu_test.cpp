@@ -36,7 +36,7 @@ struct device_state {
     GRAPHPOOL_CUDA_TRY(cudaMalloc(reinterpret_cast<void**>(&words), 2 * sizeof(std::uint32_t)), "tokens");
     mismatches.reset();
   }
-  ~device_state() { GRAPHPOOL_CUDA_REPORT(cudaFree(words)); }
+  ~device_state() { GRAPHPOOL_CUDA_REPORT(cudaFree(words), "~device_state: freeing the tokens"); }
   device_state(const device_state&) = delete;
   device_state& operator=(const device_state&) = delete;
   std::uint32_t* forward_token() const { return words; }

@@ -155,7 +155,10 @@ class capture_session final {
       const cudaError_t ended = cudaStreamEndCapture(stream_, &graph);
       const bool owns_graph = options_.into == nullptr;
       if (ended != cudaSuccess || graph == nullptr) {
-        if (graph != nullptr && owns_graph) GRAPHPOOL_CUDA_REPORT(cudaGraphDestroy(graph));
+        if (graph != nullptr && owns_graph) {
+          GRAPHPOOL_CUDA_REPORT(cudaGraphDestroy(graph),
+                                (where() + ": destroying the graph of the invalidated capture").c_str());
+        }
         static_cast<void>(cudaGetLastError());
         throw error(where() + ": the capture was invalidated (" + cudaGetErrorString(ended) +
                         "), most likely by a call not permitted while capturing",
@@ -164,7 +167,10 @@ class capture_session final {
       cudaGraphExec_t exec = nullptr;
       const cudaError_t instantiated = cudaGraphInstantiate(&exec, graph, 0);
       if (instantiated != cudaSuccess) {
-        if (owns_graph) GRAPHPOOL_CUDA_REPORT(cudaGraphDestroy(graph));
+        if (owns_graph) {
+          GRAPHPOOL_CUDA_REPORT(cudaGraphDestroy(graph),
+                                (where() + ": destroying the graph that failed to instantiate").c_str());
+        }
         static_cast<void>(cudaGetLastError());
         throw error(where() + ": cudaGraphInstantiate failed with " + cudaGetErrorName(instantiated),
                     static_cast<int>(instantiated));

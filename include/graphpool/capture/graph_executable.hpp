@@ -27,8 +27,12 @@ class graph_executable final {
     return *this;
   }
   ~graph_executable() {
-    if (exec_ != nullptr) GRAPHPOOL_CUDA_REPORT(cudaGraphExecDestroy(exec_));
-    if (graph_ != nullptr && owns_graph_) GRAPHPOOL_CUDA_REPORT(cudaGraphDestroy(graph_));
+    if (exec_ != nullptr) {
+      GRAPHPOOL_CUDA_REPORT(cudaGraphExecDestroy(exec_), "~graph_executable: destroying the executable");
+    }
+    if (graph_ != nullptr && owns_graph_) {
+      GRAPHPOOL_CUDA_REPORT(cudaGraphDestroy(graph_), "~graph_executable: destroying the graph it came from");
+    }
   }
 
   /// @brief Launches the graph on `stream`.

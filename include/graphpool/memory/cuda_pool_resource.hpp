@@ -57,7 +57,7 @@ class cuda_pool_resource final {
       GRAPHPOOL_CUDA_TRY(cudaMemPoolSetAttribute(pool_, cudaMemPoolReuseAllowOpportunistic, &off), context);
       GRAPHPOOL_CUDA_TRY(cudaMemPoolSetAttribute(pool_, cudaMemPoolReuseAllowInternalDependencies, &off), context);
     } catch (...) {
-      GRAPHPOOL_CUDA_REPORT(cudaMemPoolDestroy(pool_));
+      GRAPHPOOL_CUDA_REPORT(cudaMemPoolDestroy(pool_), "cuda_pool_resource: destroying the pool it could not set up");
       throw;
     }
   }
@@ -81,7 +81,8 @@ class cuda_pool_resource final {
   /// last stream-ordered free has completed.
   ~cuda_pool_resource() {
     if (owns_pool_) {
-      GRAPHPOOL_CUDA_REPORT(cudaMemPoolDestroy(pool_));
+      GRAPHPOOL_CUDA_REPORT(cudaMemPoolDestroy(pool_),
+                            "~cuda_pool_resource: destroying its pool, returning the memory to the device");
     }
   }
 
@@ -104,7 +105,9 @@ class cuda_pool_resource final {
         std::lock_guard<std::mutex> lock(padding_mutex_);
         padded_allocations_.emplace(aligned, raw);
       } catch (...) {
-        GRAPHPOOL_CUDA_REPORT(cudaFreeAsync(raw, stream));  // unrecorded, it could never be freed
+        // Unrecorded, deallocate() could never find it: free it now.
+        GRAPHPOOL_CUDA_REPORT(cudaFreeAsync(raw, stream),
+                              "cuda_pool_resource::allocate: freeing an allocation it could not record");
         throw;
       }
     }
@@ -123,7 +126,7 @@ class cuda_pool_resource final {
         padded_allocations_.erase(found);
       }
     }
-    GRAPHPOOL_CUDA_REPORT(cudaFreeAsync(raw, stream));
+    GRAPHPOOL_CUDA_REPORT(cudaFreeAsync(raw, stream), "cuda_pool_resource::deallocate: returning memory to the pool");
   }
 
   /// @brief Allocation that is complete when it returns (ordered on the calling thread's default stream).
@@ -143,7 +146,8 @@ class cuda_pool_resource final {
   /// @brief Release that is complete when it returns; no work may still use `ptr`.
   void deallocate_sync(void* ptr, std::size_t bytes, std::size_t alignment = default_alignment) noexcept {
     deallocate(cudaStreamPerThread, ptr, bytes, alignment);
-    GRAPHPOOL_CUDA_REPORT(cudaStreamSynchronize(cudaStreamPerThread));
+    GRAPHPOOL_CUDA_REPORT(cudaStreamSynchronize(cudaStreamPerThread),
+                          "cuda_pool_resource::deallocate_sync: waiting for the memory to return to the pool");
   }
 
   /// @brief CCCL 3.0 spelling of allocate_sync.

@@ -7,7 +7,6 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
-#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -46,10 +45,6 @@ namespace detail {
                 static_cast<int>(created));
   }
   return handle;
-}
-
-inline void report_in_destructor(CUresult status, const char* what) noexcept {
-  if (status != CUDA_SUCCESS) std::fprintf(stderr, "graphpool: %s failed in a destructor: %d\n", what, static_cast<int>(status));
 }
 
 }  // namespace detail
@@ -92,7 +87,9 @@ class physical_block final {
 
  private:
   void release() noexcept {
-    for (CUmemGenericAllocationHandle handle : pages_) detail::report_in_destructor(driver_.mem_release(handle), "cuMemRelease");
+    for (CUmemGenericAllocationHandle handle : pages_) {
+      driver_.report(driver_.mem_release(handle), "cuMemRelease", "physical_block: releasing its pages");
+    }
     pages_.clear();
   }
 

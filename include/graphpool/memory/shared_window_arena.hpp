@@ -76,9 +76,12 @@ class shared_window_arena final {
   /// @brief Unmaps every window, releases every chunk and the address space; never throws.
   ~shared_window_arena() {
     unmap_chunks();
-    for (const chunk& c : chunks_) detail::report_in_destructor(driver_.mem_release(c.handle), "cuMemRelease");
+    for (const chunk& c : chunks_) {
+      driver_.report(driver_.mem_release(c.handle), "cuMemRelease", "~shared_window_arena: releasing its chunks");
+    }
     unmap_runs(runs_);
-    detail::report_in_destructor(driver_.address_free(base_, stride_ * windows_), "cuMemAddressFree");
+    driver_.report(driver_.address_free(base_, stride_ * windows_), "cuMemAddressFree",
+                   "~shared_window_arena: freeing its address space");
   }
 
   /// @brief Backs at least `bytes` of every window with physical memory (rounded up to the granularity).
@@ -102,9 +105,11 @@ class shared_window_arena final {
       for (; mapped_windows < windows_; ++mapped_windows) map_readwrite(address(mapped_windows, grown.offset), grown.bytes, grown.handle, 0);
     } catch (...) {
       for (std::size_t w = 0; w < mapped_windows; ++w) {
-        detail::report_in_destructor(driver_.unmap(address(w, grown.offset), grown.bytes), "cuMemUnmap");
+        driver_.report(driver_.unmap(address(w, grown.offset), grown.bytes), "cuMemUnmap",
+                       "shared_window_arena::ensure: unmapping the new chunk, which not every window could map");
       }
-      detail::report_in_destructor(driver_.mem_release(grown.handle), "cuMemRelease");
+      driver_.report(driver_.mem_release(grown.handle), "cuMemRelease",
+                     "shared_window_arena::ensure: releasing the new chunk, which not every window could map");
       throw;
     }
     chunks_.push_back(grown);
@@ -152,7 +157,10 @@ class shared_window_arena final {
       }
       throw;
     }
-    for (const chunk& c : chunks_) detail::report_in_destructor(driver_.mem_release(c.handle), "cuMemRelease");
+    for (const chunk& c : chunks_) {
+      driver_.report(driver_.mem_release(c.handle), "cuMemRelease",
+                     "shared_window_arena::remap: releasing its own chunks, which the runs replace");
+    }
     chunks_.clear();
     mapped_ = 0;
     runs_ = std::move(placed);
@@ -216,19 +224,25 @@ class shared_window_arena final {
     access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
     const CUresult access_status = driver_.set_access(at, bytes, &access, 1);
     if (access_status != CUDA_SUCCESS) {
-      detail::report_in_destructor(driver_.unmap(at, bytes), "cuMemUnmap");
+      driver_.report(driver_.unmap(at, bytes), "cuMemUnmap",
+                     "shared_window_arena: unmapping a mapping whose access could not be set");
       check(access_status, "cuMemSetAccess");
     }
   }
 
   void unmap_chunks() noexcept {
     for (std::size_t w = 0; w < windows_; ++w) {
-      for (const chunk& c : chunks_) detail::report_in_destructor(driver_.unmap(address(w, c.offset), c.bytes), "cuMemUnmap");
+      for (const chunk& c : chunks_) {
+        driver_.report(driver_.unmap(address(w, c.offset), c.bytes), "cuMemUnmap",
+                       "shared_window_arena: unmapping its chunks from every window");
+      }
     }
   }
 
   void unmap_runs(const std::vector<mapped_run>& runs) noexcept {
-    for (const mapped_run& run : runs) detail::report_in_destructor(driver_.unmap(run.at, run.bytes), "cuMemUnmap");
+    for (const mapped_run& run : runs) {
+      driver_.report(driver_.unmap(run.at, run.bytes), "cuMemUnmap", "shared_window_arena: unmapping remapped pages");
+    }
   }
 
   [[nodiscard]] CUdeviceptr address(std::size_t window, std::size_t offset) const noexcept {

@@ -6,6 +6,7 @@
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
+#include <cstdio>
 #include <string>
 
 #include "graphpool/detail/cuda_check.hpp"
@@ -33,12 +34,30 @@ struct vmm_driver {
   }
 
   [[nodiscard]] std::string describe(CUresult status) const {
-    const char* name = nullptr;
-    if (error_name != nullptr) error_name(status, &name);
+    const char* name = name_of(status);
     return name != nullptr ? name : "CUresult " + std::to_string(static_cast<int>(status));
   }
 
+  /// @brief For destructors and other noexcept paths, as GRAPHPOOL_CUDA_REPORT: a failed `call` is reported
+  /// on `to` as "graphpool: <context>: <call> failed with <name>", never thrown; allocates nothing.
+  void report(CUresult status, const char* call, const char* context, std::FILE* to = stderr) const noexcept {
+    if (status == CUDA_SUCCESS) return;
+    const char* name = name_of(status);
+    if (name != nullptr) {
+      std::fprintf(to, "graphpool: %s: %s failed with %s\n", context, call, name);
+    } else {
+      std::fprintf(to, "graphpool: %s: %s failed with CUresult %d\n", context, call, static_cast<int>(status));
+    }
+  }
+
  private:
+  // The driver's name of `status` (CUDA_ERROR_...), or null when it has none.
+  [[nodiscard]] const char* name_of(CUresult status) const noexcept {
+    const char* name = nullptr;
+    if (error_name != nullptr) error_name(status, &name);
+    return name;
+  }
+
   template <class Function>
   static void lookup(const char* symbol, Function& function) {
     void* address = nullptr;
