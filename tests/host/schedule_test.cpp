@@ -66,14 +66,39 @@ TEST_CASE("bad orders are rejected naming the entry's index and value", "[schedu
   CHECK_THROWS_WITH(schedule::parse_order("1,3,-3,-1"), contains_text("chunk 1 (order id 2) never runs"));
   // Chunks may run different numbers of microbatches: the schedule's count is the most any runs.
   CHECK(schedule::from_order({1, 2, -2, -1, 1, -1}).microbatches() == 2);
-  CHECK_THROWS_WITH(schedule::parse_order("1,,-1x"), contains_text("entry 1 ('-1x') is not a number"));
-  CHECK_THROWS_WITH(schedule::parse_order("1,nan,-1"), contains_text("entry 1 (nan) is not a chunk id"));
+  CHECK_THROWS_WITH(schedule::parse_order("1,,-1x"), contains_text("entry 1 ('-1x') is not a decimal integer"));
+  CHECK_THROWS_WITH(schedule::parse_order("1,nan,-1"), contains_text("entry 1 ('nan') is not a decimal integer"));
   // Not a number at all: nothing about delayed weight-gradient graphs (which are fractional entries).
-  CHECK_THROWS_WITH(schedule::parse_order("1,-inf"), contains_text("order: entry 1 (-inf) is not a chunk id; write chunk ids"));
+  CHECK_THROWS_WITH(schedule::parse_order("1,-inf"),
+                    contains_text("order: entry 1 ('-inf') is not a decimal integer; write chunk ids like 1,-1,2"));
   CHECK_THROWS_WITH(schedule::from_entries({1, -1, std::numeric_limits<double>::infinity()}),
                     !contains_text("fractional"));
-  CHECK_THROWS_WITH(schedule::parse_order("1,1e9,-1"), contains_text("entry 1 (1e+09) names a chunk beyond 4096"));
+  CHECK_THROWS_WITH(schedule::from_entries({1, std::numeric_limits<double>::quiet_NaN(), -1}),
+                    contains_text("entry 1 (nan) is not a chunk id"));
+  CHECK_THROWS_WITH(schedule::parse_order("1,5000,-1"), contains_text("entry 1 (5000) names a chunk beyond 4096"));
   CHECK(schedule::parse_order(" 1, 2,-2 ,-1 ").order() == std::vector<int>{1, 2, -2, -1});
+}
+
+TEST_CASE("an order's chunk ids are decimal integers, signed or not", "[schedule][errors]") {
+  // strtod took each of these as a number; a chunk id is decimal digits after an optional sign.
+  CHECK_THROWS_WITH(schedule::parse_order("0x1,-1", 0, "o"),
+                    contains_text("o: entry 0 ('0x1') is not a decimal integer; write chunk ids like 1,-1,2"));
+  CHECK_THROWS_WITH(schedule::parse_order("1,-1e0"), contains_text("order: entry 1 ('-1e0') is not a decimal integer"));
+  CHECK_THROWS_WITH(schedule::parse_order("1,1e9,-1"), contains_text("entry 1 ('1e9') is not a decimal integer"));
+  CHECK_THROWS_WITH(schedule::parse_order("1,-1.0"), contains_text("entry 1 ('-1.0') is not a decimal integer"));
+  for (const char* bad : {"+", "-", "+-1", "--1", "1-", "1.", ".5", "-.5", "1_0"}) {
+    CHECK_THROWS_WITH(schedule::parse_order("1 " + std::string(bad) + " -1"),
+                      contains_text("entry 1 ('" + std::string(bad) + "') is not a decimal integer"));
+  }
+  // A fraction is TransformerEngine's delayed weight-gradient entry: refused by name, not as text.
+  CHECK_THROWS_WITH(schedule::parse_order("1,-1.5"), contains_text("entry 1 (-1.5) is fractional"));
+  // `+c` is a forward, as Megatron-LM writes it; leading zeros are still decimal.
+  CHECK(schedule::parse_order("+1,+2,-2,-1").order() == std::vector<int>{1, 2, -2, -1});
+  CHECK(schedule::parse_order("01,-01").order() == std::vector<int>{1, -1});
+  // Entries are separated by commas, spaces and tabs; other white space is part of an entry (strtod
+  // skipped it in front of one).
+  CHECK(schedule::parse_order(" 1\t,\t-1 ").order() == std::vector<int>{1, -1});
+  CHECK_THROWS_WITH(schedule::parse_order("1,\n-1"), contains_text("is not a decimal integer"));
 }
 
 TEST_CASE("bad generator shapes are rejected", "[schedule][errors]") {

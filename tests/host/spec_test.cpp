@@ -113,9 +113,17 @@ TEST_CASE("orders from the command line: no empty entry, every chunk runs", "[sp
                     contains_text("--order '2,-2': chunk 0 (order id 1) never runs, yet the largest id is 2"));
   // Every message calls the text as parse_schedule_spec's do, `name 'text'`; the schedule itself is named
   // `name text` (the planner's messages quote it).
-  CHECK_THROWS_WITH(parse_order_spec("1,x,-1"), contains_text("--order '1,x,-1': entry 1 ('x') is not a number"));
+  CHECK_THROWS_WITH(parse_order_spec("1,x,-1"),
+                    contains_text("--order '1,x,-1': entry 1 ('x') is not a decimal integer"));
   CHECK_THROWS_WITH(parse_order_spec("1,inf,-1", "schedule order"),
-                    contains_text("schedule order '1,inf,-1': entry 1 (inf) is not a chunk id"));
+                    contains_text("schedule order '1,inf,-1': entry 1 ('inf') is not a decimal integer"));
+  // Chunk ids are decimal integers: no hex, no exponent; `+c` is a forward, spaces separate entries.
+  CHECK_THROWS_WITH(parse_order_spec("0x1,-1"), contains_text("--order '0x1,-1': entry 0 ('0x1') is not a decimal "
+                                                              "integer; write chunk ids like 1,-1,2"));
+  CHECK_THROWS_WITH(parse_order_spec("1 1e0,-1 -1"),
+                    contains_text("--order '1 1e0,-1 -1': entry 1 ('1e0') is not a decimal integer"));
+  CHECK(parse_order_spec("+1,-1").order() == std::vector<int>{1, -1});
+  CHECK(parse_order_spec(" 1,\t-1").order() == std::vector<int>{1, -1});
   CHECK(parse_order_spec("1,-1").name() == "--order 1,-1");
   CHECK_THROWS_WITH(parse_order_spec("1,3,-3,-1"), contains_text("chunk 1 (order id 2) never runs"));
   CHECK_THROWS_WITH(parse_order_spec("1,1,-1"), contains_text("chunk 0 (order id 1) has 2 forward(s) but 1 backward(s)"));

@@ -188,9 +188,14 @@ class schedule {
     return result;
   }
 
-  /// @brief Parses "1,1,-1,2,-2,-1" (commas and/or spaces) into a schedule.
+  /// @brief Parses "1,1,-1,2,-2,-1" (entries separated by commas, spaces or tabs) into a schedule.
+  ///
+  /// An entry is a decimal integer with an optional sign, `+c` or `c` a forward, `-c` a backward. A
+  /// decimal fraction ("-1.5") is read as TransformerEngine's delayed weight-gradient entry, which
+  /// from_entries refuses by name; any other text ("0x1", "1e0", "1.0", "inf") is no chunk id.
   /// @param said how messages name the schedule (default: `name`), as from_entries's.
-  /// @throws graphpool::error naming the entry's index and text when it is not a number, and as from_entries.
+  /// @throws graphpool::error naming the entry's index and text when it is not a decimal integer, and as
+  /// from_entries.
   [[nodiscard]] static schedule parse_order(std::string_view text, int chunks = 0, std::string name = "order",
                                             std::string said = {}) {
     if (said.empty()) said = name;
@@ -204,13 +209,11 @@ class schedule {
       std::size_t end = position;
       while (end < text.size() && text[end] != ',' && text[end] != ' ' && text[end] != '\t') ++end;
       const std::string token(text.substr(position, end - position));
-      char* parsed_end = nullptr;
-      const double value = std::strtod(token.c_str(), &parsed_end);
-      if (parsed_end != token.c_str() + token.size() || token.empty()) {
+      if (!is_order_entry(token)) {
         throw error(said + ": entry " + std::to_string(entries.size()) + " ('" + token +
-                    "') is not a number; write chunk ids like 1,-1,2");
+                    "') is not a decimal integer; write chunk ids like 1,-1,2");
       }
-      entries.push_back(value);
+      entries.push_back(std::strtod(token.c_str(), nullptr));
       position = end;
     }
     return from_entries(entries, chunks, std::move(name), std::move(said));
@@ -258,6 +261,23 @@ class schedule {
   /// Chunks are 0-based everywhere (events, plans, JSON, messages); an order names them by 1-based id.
   [[nodiscard]] static std::string chunk_name(int chunk) {
     return "chunk " + std::to_string(chunk) + " (order id " + std::to_string(chunk + 1) + ")";
+  }
+
+  /// Whether parse_order reads `token`: an optional sign, decimal digits, and optionally '.' and digits not
+  /// all zero (a fractional entry, for from_entries to name). strtod alone would also take hex, exponents,
+  /// inf and nan.
+  [[nodiscard]] static bool is_order_entry(const std::string& token) {
+    const auto digits_from = [&token](std::size_t at) {
+      while (at < token.size() && token[at] >= '0' && token[at] <= '9') ++at;
+      return at;
+    };
+    const std::size_t sign = !token.empty() && (token[0] == '+' || token[0] == '-') ? 1 : 0;
+    const std::size_t whole = digits_from(sign);
+    if (whole == sign) return false;
+    if (whole == token.size()) return true;
+    if (token[whole] != '.') return false;
+    const std::size_t fraction = digits_from(whole + 1);
+    return fraction == token.size() && token.find_first_not_of('0', whole + 1) < fraction;
   }
 
   [[nodiscard]] static std::string format_entry(double value) {
