@@ -53,17 +53,25 @@ def library_path() -> Path:
 
 
 _library: ctypes.CDLL | None = None
+_library_file: str | None = None  # the path ctypes loaded _library from
+
+
+def library_file() -> str:
+    """The absolute path of the file library() loaded (loading it first)."""
+    library()
+    return _library_file
 
 
 def library() -> ctypes.CDLL:
-    global _library
+    global _library, _library_file
     if _library is None:
         import torch  # loads the CUDA runtime the plug-in links
 
         if not (torch.version.cuda or "").startswith("13."):
             raise GraphpoolError(f"graphpool_torch: PyTorch {torch.__version__} is built for CUDA {torch.version.cuda}; "
                                  "graphpool's plug-in needs a CUDA 13 build of PyTorch (e.g. the cu130 wheels)")
-        lib = ctypes.CDLL(os.path.abspath(library_path()))  # CUDAPluggableAllocator loads this same file
+        path = os.path.abspath(library_path())
+        lib = ctypes.CDLL(path)  # CUDAPluggableAllocator loads this same file (library_file())
         size_p = ctypes.POINTER(ctypes.c_size_t)
         int_p = ctypes.POINTER(ctypes.c_int)
         signatures = {
@@ -95,6 +103,7 @@ def library() -> ctypes.CDLL:
         lib.graphpool_last_error.argtypes = []
         lib.graphpool_last_error.restype = ctypes.c_char_p
         _library = lib
+        _library_file = path
     return _library
 
 

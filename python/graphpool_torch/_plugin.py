@@ -22,7 +22,7 @@ def pluggable_allocator():
         # The file ctypes loaded, not library_path() again: a relative GRAPHPOOL_TORCH_LIBRARY read after a
         # chdir, or a changed environment, would load a second copy whose malloc knows no plug-in.
         _allocator = torch.cuda.memory.CUDAPluggableAllocator(
-            _native.library()._name, "graphpool_torch_malloc", "graphpool_torch_free")
+            _native.library_file(), "graphpool_torch_malloc", "graphpool_torch_free")
     return _allocator
 
 

@@ -423,6 +423,10 @@ def test_one_plugin_per_process_and_clear_errors():
     with pytest.raises(GraphpoolError, match="the schedules have 2 chunk"):
         GraphedVariants(block, samples(), schedules=["pp=2,rank=0,microbatches=4,vpp=2"])
     assert graphpool_torch.library_path().is_file()
+    # The plug-in loads the file ctypes loaded, by its absolute path, wherever the process goes next.
+    from graphpool_torch import _native
+    loaded = _native.library_file()
+    assert os.path.isabs(loaded) and os.path.samefile(loaded, graphpool_torch.library_path())
 
 
 @pytest.mark.counts_memory
