@@ -12,13 +12,13 @@
 #include <vector>
 
 #include "graphpool/alignment.hpp"
-#include "graphpool/detail/format.hpp"
 #include "graphpool/error.hpp"
 #include "graphpool/ids.hpp"
 #include "graphpool/memory/arena_records.hpp"
 #include "graphpool/memory/arena_statistics.hpp"
 #include "graphpool/memory/branch_view.hpp"
 #include "graphpool/memory/layout.hpp"
+#include "graphpool/memory/reservation_layout.hpp"
 #include "graphpool/memory/upstream_reservation.hpp"
 
 namespace graphpool {
@@ -135,38 +135,11 @@ class arena_allocator final {
   /// its parts' alignment does not divide, or when the upstream fails.
   void reserve() {
     if (reserved_) throw error("reserve: the arenas are already reserved; call release() first to reserve again");
-    std::size_t total = 0;
-    std::size_t alignment = 1;
-    std::size_t windows = 0;
-    for (const detail::slot_record& s : slots_) {
-      if (s.branches.empty()) {
-        throw error("reserve: slot '" + s.name + "' has no branch; declare at least one branch before reserve()");
-      }
-      for (const detail::placed_branch& b : s.branches) {
-        const std::size_t needed = detail::alignment_of(b.layout);
-        if (s.offset % needed != 0) {
-          throw error("reserve: slot '" + s.name + "' branch '" + b.name + "' needs " + std::to_string(needed) +
-                      "-byte alignment but the slot sits at offset " + std::to_string(s.offset) +
-                      " of arena '" + arenas_[s.arena].name + "'; place the slot at a multiple of " +
-                      std::to_string(needed));
-        }
-      }
-      windows = std::max(windows, s.branches.size());
-    }
-    std::vector<std::size_t> offsets;
-    for (detail::arena_record& a : arenas_) {
-      const arena_statistics need = detail::need_of(a, slots_);
-      a.bytes = need.bytes;
-      a.alignment = need.alignment;
-      total = detail::checked_align_up(total, a.alignment, "reserve: arena '" + a.name + "'");
-      offsets.push_back(total);
-      total = detail::checked_add(total, a.bytes, "reserve: arena '" + a.name + "'");
-      alignment = std::max(alignment, a.alignment);
-    }
+    const auto [offsets, total, alignment, windows] = detail::lay_out_reservation(arenas_, slots_);
     try {
       reservation_.take(total, alignment, windows);
     } catch (const std::exception& e) {
-      upstream_failed(total, windows, e);
+      detail::upstream_failed(arenas_, total, windows, e);
     }
     for (std::size_t a = 0; a < arenas_.size(); ++a) arenas_[a].offset = offsets[a];
     reserved_ = true;
@@ -292,18 +265,6 @@ class arena_allocator final {
   }
   [[nodiscard]] detail::slot_record& slot_at(slot_id slot, const char* call) {
     return const_cast<detail::slot_record&>(std::as_const(*this).slot_at(slot, call));
-  }
-
-  [[noreturn]] void upstream_failed(std::size_t total, std::size_t windows, const std::exception& e) const {
-    const auto* cause = dynamic_cast<const error*>(&e);
-    const auto largest = std::max_element(arenas_.begin(), arenas_.end(), [](const auto& a, const auto& b) {
-      return a.bytes < b.bytes;
-    });
-    throw error("reserve: " + std::to_string(arenas_.size()) + " arena(s) of " + detail::format_bytes(total) + " (" +
-                    std::to_string(total) + " bytes, " + std::to_string(windows) + " window(s); the largest is arena '" +
-                    largest->name + "' of " + detail::format_bytes(largest->bytes) +
-                    ") could not be taken from the upstream: " + e.what(),
-                cause != nullptr ? cause->cuda_code() : 0);
   }
 
   Upstream& upstream_;
