@@ -22,10 +22,12 @@
 
 #include "graphpool/capture/body_captures.hpp"
 #include "graphpool/capture/capture_session.hpp"
+#include "graphpool/capture/captured_graphs.hpp"
 #include "graphpool/capture/frame_capture.hpp"
 #include "graphpool/capture/graph_bank.hpp"
 #include "graphpool/capture/microbatch_frames.hpp"
 #include "graphpool/capture/slot_guard.hpp"
+#include "graphpool/capture/variant_options.hpp"
 #include "graphpool/capture/variant_plan.hpp"
 #include "graphpool/error.hpp"
 #include "graphpool/ids.hpp"
@@ -34,15 +36,6 @@
 #include "graphpool/plan/report.hpp"
 
 namespace graphpool {
-
-/// @brief How variant_graphs plans, guards and captures.
-struct variant_options {
-  plan::assignment mode = plan::assignment::offsets;  ///< offsets (one reservation) or coloring (an arena per color)
-  plan::slot_rule rule = plan::slot_rule::mod;        ///< m mod S, or slot maps chosen from the schedules
-  int max_copies = plan::twice_modulo_copies;         ///< copies per chunk with the schedule rule (0: no limit)
-  bool guard = slot_debug_requested();                ///< check every launch (on with GRAPHPOOL_SLOT_DEBUG=1)
-  capture_options capture;                            ///< stream capture mode, upload after instantiation
-};
 
 /// @brief Variant graphs of a model's layers sharing one planned footprint.
 ///
@@ -133,16 +126,7 @@ class variant_graphs final {
   void reserve() {
     require(plan_.has_value(), "reserve", "call make_plan() or use_plan() first");
     require(measured_, "reserve", "call measure() first");
-    if (!arenas_.has_value()) {
-      detail::check_plan(plan_.value(), model_, measurement_);
-      arenas_.emplace(upstream_);
-      try {
-        detail::declare_plan(*arenas_, plan_.value(), model_, measurement_);
-      } catch (...) {
-        arenas_.reset();
-        throw;
-      }
-    }
+    if (!arenas_.has_value()) detail::declare_checked_plan(arenas_, upstream_, plan_.value(), model_, measurement_);
     arenas_->reserve();
   }
 
@@ -151,7 +135,7 @@ class variant_graphs final {
   /// the capture is invalidated or a request differs from the measurement; nothing stays captured then.
   void capture(cudaStream_t stream) {
     require(reserved(), "capture", "call reserve() first");
-    executables_ = captures_.capture(stream, *arenas_, plan_.value(), measurement_);
+    graphs_.keep(captures_.capture(stream, *arenas_, plan_.value(), measurement_));
   }
 
   /// @brief measure(), make_plan() (unless a plan was given with use_plan()), reserve(), capture().
@@ -227,14 +211,10 @@ class variant_graphs final {
     return *arenas_;
   }
   /// @return how many graphs capture() made (2 x frames x branches).
-  [[nodiscard]] std::size_t graphs() const noexcept { return executables_.size(); }
+  [[nodiscard]] std::size_t graphs() const noexcept { return graphs_.size(); }
 
   /// @return the device's graph memory counters and this object's launches.
-  [[nodiscard]] graph_memory_report report() const {
-    graph_memory_report r = read_graph_memory(detail::current_device("variant_graphs::report"), "variant_graphs::report");
-    streams_.describe(r, launches_);
-    return r;
-  }
+  [[nodiscard]] graph_memory_report report() const { return graphs_.report("variant_graphs::report"); }
 
   /// @return the plan's figures and the reservation, printable.
   [[nodiscard]] std::string summary() const {
@@ -244,7 +224,7 @@ class variant_graphs final {
 
   /// @brief Returns the memory to the upstream and drops the graphs; a new plan may follow.
   void release() noexcept {
-    executables_.clear();
+    graphs_.clear();
     if (arenas_.has_value()) arenas_->release();
     guard_.reset();
   }
@@ -258,22 +238,9 @@ class variant_graphs final {
 
   void launch(graph_phase phase, chunk_id chunk, int microbatch, layer_id layer, branch_id branch, cudaStream_t stream) {
     const std::size_t frame = frames_.frame(chunk, microbatch, layer, branch);
-    if (executables_.empty()) require(false, to_string(phase), "call capture() first");
-    const executable& graph = executables_[captures_.graph_index(frame, branch, phase)];
-    const frame_label label{chunk, microbatch, layer, branch};
-    if (!guard_.enabled()) {
-      graph.launch(stream);
-    } else {
-      const plan::planned_frame& f = plan_->frames[frame];
-      const memory_range range{arena_id{static_cast<std::uint32_t>(f.arena)}, f.offset, f.bytes};
-      if (phase == graph_phase::backward) {
-        guard_.guarded_backward(label, range, [&] { graph.launch(stream); });
-      } else {
-        guard_.guarded_forward(label, range, [&] { graph.launch(stream); });
-      }
-    }
-    ++launches_;
-    streams_.note(stream);
+    if (graphs_.empty()) require(false, to_string(phase), "call capture() first");
+    graphs_.launch(captures_.graph_index(frame, branch, phase), phase, frame_label{chunk, microbatch, layer, branch},
+                   plan_->frames[frame], guard_, stream);
   }
 
   // Takes `planned` as the plan; `given`: from use_plan() (kept by capture(stream, forward, backward)),
@@ -304,9 +271,7 @@ class variant_graphs final {
   std::optional<plan::plan> plan_;
   bool plan_given_ = false;  // plan_ came from use_plan(), not make_plan()
   detail::microbatch_frames frames_;      // the frame of each launch: the step's slot map, ids checked
-  std::vector<executable> executables_;   // [(frame * branches + branch) * 2 + phase]
-  std::size_t launches_ = 0;
-  launch_streams streams_;
+  detail::captured_graphs<executable> graphs_;  // what capture() made, and their launches
 };
 
 }  // namespace graphpool

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -227,6 +228,21 @@ void declare_plan(arena_allocator<Upstream>& arenas, const plan::plan& p, const 
       arenas.declare_branch(frame, model.branches[b], measured[c][l][b].saved_layout());
       arenas.declare_branch(gradients, model.branches[b], measured[c][l][b].gradient_layout());
     }
+  }
+}
+
+/// @brief check_plan(), then declare_plan() on an allocator over `upstream` made in `arenas` (empty
+/// before); when either throws, `arenas` stays empty.
+template <class Upstream>
+void declare_checked_plan(std::optional<arena_allocator<Upstream>>& arenas, Upstream& upstream, const plan::plan& p,
+                          const variant_model& model, const measurement& measured) {
+  check_plan(p, model, measured);
+  arenas.emplace(upstream);
+  try {
+    declare_plan(*arenas, p, model, measured);
+  } catch (...) {
+    arenas.reset();
+    throw;
   }
 }
 
