@@ -25,6 +25,7 @@
 
 #include "graphpool/plan/activity_heap.hpp"
 #include "graphpool/plan/frame_intervals.hpp"
+#include "graphpool/plan/learned_clauses.hpp"
 #include "graphpool/plan/order_bounds.hpp"
 
 namespace graphpool::plan::detail {
@@ -75,12 +76,7 @@ class order_search {
         if (levels_.empty()) return order_verdict::none;
         std::vector<int> learnt = analyze();
         backjump(learnt.size() == 1 ? 0 : level_[static_cast<std::size_t>(learnt[1] >> 1)]);
-        if (learnt.size() > 1) {
-          const auto id = static_cast<int>(clauses_.size());
-          watches_[static_cast<std::size_t>(learnt[0])].push_back(id);
-          watches_[static_cast<std::size_t>(learnt[1])].push_back(id);
-          clauses_.push_back(learnt);
-        }
+        if (learnt.size() > 1) clauses_.learn(learnt);
         choose(learnt[0], learnt);
         heap_.grow_step();
         if (++conflicts >= restart_at) {
@@ -104,9 +100,8 @@ class order_search {
   };
   static constexpr std::size_t restart_unit = 100;  // conflicts between restarts, times Luby's sequence
 
-  // A literal is 2 * pair + side (frame_pairs); it holds or fails once its pair's order is set.
-  [[nodiscard]] bool holds(int lit) const { return side_[static_cast<std::size_t>(lit >> 1)] == (lit & 1); }
-  [[nodiscard]] bool fails(int lit) const { return side_[static_cast<std::size_t>(lit >> 1)] == (~lit & 1); }
+  // Whether a literal (learned_clauses.hpp) holds under the orders set so far.
+  [[nodiscard]] bool holds(int lit) const { return literal_holds(side_, lit); }
   // Luby's sequence 1, 1, 2, 1, 1, 2, 4, ...: restarts mostly short, some long.
   static std::size_t luby(std::size_t x) {
     std::size_t size = 1, power = 0;
@@ -142,8 +137,7 @@ class order_search {
     trail_.clear();
     levels_.clear();
     parked_.clear();
-    clauses_.clear();
-    watches_.assign(2 * pairs, {});
+    clauses_.reset(2 * pairs);
     done_ = 0;
     seen_.assign(pairs, 0);
   }
@@ -172,30 +166,10 @@ class order_search {
   }
   // The learned clauses watching `lit`, now false: each finds another literal to watch, or forces its other.
   bool watched(int lit) {
-    std::vector<int>& list = watches_[static_cast<std::size_t>(lit)];
-    std::size_t kept = 0;
-    for (std::size_t w = 0; w < list.size(); ++w) {
-      std::vector<int>& clause = clauses_[static_cast<std::size_t>(list[w])];
-      spend(clause.size());
-      if (clause[0] == lit) std::swap(clause[0], clause[1]);
-      auto other = std::find_if(clause.begin() + 2, clause.end(), [&](int l) { return !fails(l); });
-      if (!holds(clause[0]) && other != clause.end()) {
-        std::swap(clause[1], *other);
-        watches_[static_cast<std::size_t>(clause[1])].push_back(list[w]);
-        continue;
-      }
-      list[kept++] = list[w];
-      if (holds(clause[0])) continue;
-      if (fails(clause[0])) {
-        conflict_ = clause;
-        while (++w < list.size()) list[kept++] = list[w];
-        list.resize(kept);
-        return false;
-      }
-      choose(clause[0], clause);
-    }
-    list.resize(kept);
-    return true;
+    auto force = [&](int other, const std::vector<int>& why) { choose(other, why); };
+    const std::vector<int>* conflict = clauses_.watched(lit, side_, force, [&](std::size_t cost) { spend(cost); });
+    if (conflict != nullptr) conflict_ = *conflict;
+    return conflict == nullptr;
   }
   // Carries raised lowest and lowered highest offsets to the frames ordered with them; forces the orders
   // left open that no longer fit one way. False: conflict.
@@ -293,8 +267,7 @@ class order_search {
   std::vector<int> trail_;                          // orders in the order taken
   std::vector<level_start> levels_;
   std::vector<std::pair<int, int>> parked_;         // open pairs found apart, and the level they were found at
-  std::vector<std::vector<int>> clauses_;
-  std::vector<std::vector<int>> watches_;           // per literal: the clauses watching it
+  learned_clauses clauses_;                         // what the conflicts taught, each watched by two literals
   std::size_t done_ = 0;                            // orders of the trail carried to the offsets
   std::vector<char> seen_;
   std::vector<int> conflict_;
