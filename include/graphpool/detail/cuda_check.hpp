@@ -13,7 +13,6 @@
 #include <cstddef>
 #include <cstdio>
 #include <string>
-#include <vector>
 
 #include "graphpool/error.hpp"
 
@@ -31,11 +30,17 @@ inline int format_cuda_failure(char* out, std::size_t size, cudaError_t status, 
 /// @brief Builds the message of a failed CUDA call: what was being done, the call, the CUDA error.
 [[nodiscard]] inline std::string cuda_failure_message(cudaError_t status, const char* call, const char* file,
                                                       int line, const std::string& context) {
-  const auto length = static_cast<std::size_t>(std::max(0, format_cuda_failure(nullptr, 0, status, call, file, line,
-                                                                                 context.c_str())));
-  std::vector<char> text(length + 1);
-  format_cuda_failure(text.data(), text.size(), status, call, file, line, context.c_str());
-  return std::string(text.data(), length);
+  // Written into a buffer that usually holds it, then again into one of its length where it did not (not
+  // measured first with a null buffer: fortified -O2 builds warn of that call's truncation).
+  std::string text(256 + context.size(), '\0');
+  auto length = static_cast<std::size_t>(
+      std::max(0, format_cuda_failure(&text[0], text.size(), status, call, file, line, context.c_str())));
+  if (length >= text.size()) {
+    text.assign(length + 1, '\0');
+    format_cuda_failure(&text[0], text.size(), status, call, file, line, context.c_str());
+  }
+  text.resize(length);
+  return text;
 }
 
 /// @brief Prints a failed call of a noexcept path on `to` as one line, "graphpool: " and format_cuda_failure's
