@@ -94,14 +94,14 @@ class GraphedVariants:
     --schedule takes them, e.g. "pp=4,rank=0,microbatches=8,vpp=2", or "order=1,1,-1,-1"); without them
     one chunk runs ``in_flight`` microbatches at a time (that many forwards, then their backwards).
 
-    Calls: ``graphed(*args, microbatch=m, variant=None, chunk=0)`` replays the copy the schedule's slot
-    map gives microbatch m, of the variant named or the one whose sample arguments have the arguments'
-    shapes and dtypes (tensor arguments on the device the graphs were captured on). Outputs keep their strides and stay valid until that copy's next replay (as with
-    torch.cuda.make_graphed_callables) or, once its backward has run, the next forward of a frame whose
-    planned pages overlap its own (the plan shares pages between frames the schedules never hold at
-    once: none with ``in_flight``); the gradients a backward returns are their own tensors (copied out
-    of the graph's memory), so a leaf's .grad (parameters included) never is graph memory and one backward
-    may span several microbatches or chunks.
+    Calls: ``graphed(*args, microbatch=m, variant=None, chunk=0)`` replays the copy the schedule's slot map
+    gives microbatch m, of the variant named or the one whose sample arguments have the arguments' shapes
+    and dtypes (tensor arguments on the device the graphs were captured on). Outputs keep their strides and
+    stay valid until that copy's next replay (as with torch.cuda.make_graphed_callables) or, once its
+    backward has run, the next forward of a frame whose planned pages overlap its own (the plan shares pages
+    between frames the schedules never hold at once: none with ``in_flight``); the gradients a backward
+    returns are their own tensors (copied out of the graph's memory), so a leaf's .grad (parameters
+    included) never is graph memory and one backward may span several microbatches or chunks.
 
     Sample arguments are CUDA tensors whose shapes, dtypes and requires_grad match the real arguments'
     (an argument that needs a gradient its sample did not is refused). ``microbatch=`` is the index within
@@ -283,8 +283,8 @@ class GraphedVariants:
                                      f"{list(expected)}, got {list(_signature(args))}")
         for i, given in enumerate(args):
             if isinstance(given, torch.Tensor) and given.device != self._device:
-                raise GraphpoolError(f"graphpool_torch: argument {i} is on {given.device}, but the graphs were captured "
-                                     f"on {self._device}; move it there first (e.g. .to('{self._device}'))")
+                raise GraphpoolError(f"graphpool_torch: argument {i} is on {given.device}, but the graphs were "
+                                     f"captured on {self._device}; move it there first (e.g. .to('{self._device}'))")
         slot = self.slot_of(chunk, microbatch)
         copy = self._copies[chunk, slot, branch]
         if torch.is_grad_enabled():
