@@ -160,6 +160,37 @@ TEST_CASE("the schedule rule plans PP 2 rank 0, VPP 4 of unequal chunks within 2
   CHECK(planned.saved.footprint_bytes < live + live / 50);
 }
 
+TEST_CASE("a ring of layers laid out apart packs where a ring of whole chunks cannot", "[plan][periodic]") {
+  // PP 2 rank 0, VPP 2, M 24, chunks of two layers (280 and 220 MiB; 109 and 205 MiB): every ring of the
+  // chunks as blocks (500 and 314 MiB) needs 1.08x the live bound, a ring of 6 periods with the layers
+  // apart fits under 1.05x (CP-SAT: rings of blocks cannot pack under 1.05x at all, rings of layers can).
+  const schedule s = schedule::interleaved(2, 0, 24, 2, 2);
+  const std::vector<std::vector<std::size_t>> frame_bytes = {{280 * MiB, 220 * MiB}, {109 * MiB, 205 * MiB}};
+  const std::vector<std::size_t> chunk_bytes = {500 * MiB, 314 * MiB};
+  const std::vector<detail::lifetime> items = detail::lifetimes_of(s);
+  const std::vector<detail::frame_interval> frames = detail::frames_of(frame_bytes, items);
+  const std::size_t live = peak_live_bytes(s, chunk_bytes);
+  std::size_t tops[2] = {0, 0};  // [0]: blocks, [1]: layers apart
+  for (bool whole : {true, false}) {
+    INFO((whole ? "blocks" : "layers apart"));
+    const std::vector<std::size_t> offsets =
+        detail::periodic_layout(frame_bytes, chunk_bytes, items, live, 2'000'000, whole);
+    REQUIRE(offsets.size() == frames.size());
+    const std::size_t top = detail::top_of(frames, offsets);
+    CHECK(check_layout(frames, offsets, top).empty());
+    if (whole) {  // each chunk's two layers back to back
+      for (std::size_t f = 0; f < frames.size(); f += 2) CHECK(offsets[f + 1] == offsets[f] + frames[f].bytes);
+    }
+    tops[whole ? 0 : 1] = top;
+  }
+  CHECK(tops[0] > live + live / 20);
+  CHECK(tops[1] < live + live / 20);
+  // The anchor tries the layers apart where the blocks are above the live bound, and keeps the lower.
+  const detail::anchor_layout anchor = detail::periodic_anchor(frame_bytes, chunk_bytes, items, live, 1000, 2'000'000);
+  REQUIRE(anchor.valid);
+  CHECK(anchor.footprint == tops[1]);
+}
+
 TEST_CASE("a union of whole groups replays over the periodic copies at the footprint of its longest count",
           "[plan][periodic]") {
   // PP 2 rank 0, VPP 4, M = 2..32:2 (every count whole groups of 2) and 1..32 (every other count a last

@@ -11,7 +11,11 @@
 /// holds for it too (checked, not assumed). A ring of k periods is small (k x q microbatches of each chunk),
 /// so the exact search reaches heights on it that the time sweeps miss on the whole schedule, and the
 /// number of periods matters: on PP 2 rank 0, VPP 4, M 128 (chunks of 77, 40, 40 and 188 MiB) rings of 2
-/// and 4 periods need 1.100 of the live bound, a ring of 3 fits in 1.02-1.04. Host-only: no CUDA header.
+/// and 4 periods need 1.100 of the live bound, a ring of 3 fits in 1.02-1.04. A ring of a chunk's layers
+/// as one block is smaller, and one of its layers apart can pack where no ring of blocks does: PP 2 rank 0,
+/// VPP 2, M 64, chunks of 280 + 220 and 109 + 205 MiB, blocks 1.080 of the live bound, layers apart 1.032
+/// (CP-SAT: no ring of blocks packs under 1.05, a ring of 6 periods of layers does). Host-only: no CUDA
+/// header.
 
 #include <algorithm>
 #include <cstddef>
@@ -87,19 +91,34 @@ struct schedule_period {
 /// The most frames a ring may hold: the exact search's reach.
 inline constexpr std::size_t periodic_frames_limit = 160;
 
-/// @return the offsets (as blocks_of lists them) of the lowest layout found of `items`' chunks as blocks
-/// that repeats with the schedule's period, over rings of 1 to 8 periods, each searched at `floor` (the
-/// live bound) and then at heights bisected between it and the lowest layout found so far, to within
-/// 1/400 of the floor, with `effort` per height; empty where the schedule has no period or no ring's
-/// layout was found (or held).
-[[nodiscard]] inline std::vector<std::size_t> periodic_layout(const std::vector<std::size_t>& chunk_bytes,
+/// @return the offsets (as frames_of lists the frames) of the lowest layout found of `items` that repeats
+/// with the schedule's period, over rings of 1 to 8 periods, each searched at `floor` (the live bound) and
+/// then at heights bisected between it and the lowest layout found so far, to within 1/400 of the floor,
+/// with `effort` per height; empty where the schedule has no period or no ring's layout was found (or
+/// held). `whole`: each chunk's layers laid out back to back, as one block; else every layer apart (a
+/// ring of more frames, which can pack where the blocks cannot).
+[[nodiscard]] inline std::vector<std::size_t> periodic_layout(const std::vector<std::vector<std::size_t>>& frame_bytes,
+                                                              const std::vector<std::size_t>& chunk_bytes,
                                                               const std::vector<lifetime>& items, std::size_t floor,
-                                                              std::size_t effort) {
+                                                              std::size_t effort, bool whole) {
   const schedule_period period = period_of(items, chunk_bytes);
   if (period.microbatches == 0) return {};
   int microbatches = 0;
   for (const lifetime& item : items) microbatches = std::max(microbatches, item.microbatch + 1);
-  const std::vector<frame_interval> blocks = blocks_of(chunk_bytes, items);
+  // What one item lays out: its block, or its layers (as blocks_of and frames_of list them).
+  auto pieces = [&](const lifetime& item) {
+    const auto c = static_cast<std::size_t>(item.chunk);
+    std::vector<std::size_t> bytes;
+    if (whole) {
+      if (chunk_bytes[c] > 0) bytes.push_back(chunk_bytes[c]);
+    } else {
+      for (std::size_t layer : frame_bytes[c]) {
+        if (layer > 0) bytes.push_back(layer);
+      }
+    }
+    return bytes;
+  };
+  const std::vector<frame_interval> units = whole ? blocks_of(chunk_bytes, items) : frames_of(frame_bytes, items);
   std::vector<std::size_t> lowest;
   std::size_t high = static_cast<std::size_t>(-1);
   for (int k = 1; k <= 8 && k * period.microbatches * 2 <= microbatches; ++k) {
@@ -108,29 +127,32 @@ inline constexpr std::size_t periodic_frames_limit = 160;
     const int first = (microbatches - ring_microbatches) / 2;
     const std::size_t ring = static_cast<std::size_t>(k) * period.events;
     std::vector<frame_interval> arcs;
-    std::vector<std::size_t> arc_of;  // per block: its ring frame
-    std::vector<std::vector<std::size_t>> arc_at(chunk_bytes.size(),
+    std::vector<std::size_t> arc_of;  // per unit: its ring frame
+    std::vector<std::vector<std::size_t>> arc_at(chunk_bytes.size(),  // an item's first ring frame
                                                  std::vector<std::size_t>(static_cast<std::size_t>(ring_microbatches)));
     bool fits = true;
     for (const lifetime& item : items) {
-      if (chunk_bytes[static_cast<std::size_t>(item.chunk)] == 0 || item.microbatch < first ||
-          item.microbatch >= first + ring_microbatches) continue;
+      if (item.microbatch < first || item.microbatch >= first + ring_microbatches) continue;
+      const std::vector<std::size_t> bytes = pieces(item);
+      if (bytes.empty()) continue;
       if (item.end - item.start >= ring) fits = false;
       arc_at[static_cast<std::size_t>(item.chunk)][static_cast<std::size_t>(item.microbatch - first)] = arcs.size();
-      arcs.push_back({item.start, item.end, chunk_bytes[static_cast<std::size_t>(item.chunk)]});
+      for (std::size_t piece : bytes) arcs.push_back({item.start, item.end, piece});
     }
     if (!fits) continue;  // a microbatch would meet itself a ring later: more periods
     if (arcs.size() > periodic_frames_limit) break;
     for (const lifetime& item : items) {
-      if (chunk_bytes[static_cast<std::size_t>(item.chunk)] == 0) continue;
+      const std::size_t count = pieces(item).size();
       const int j = ((item.microbatch - first) % ring_microbatches + ring_microbatches) % ring_microbatches;
-      arc_of.push_back(arc_at[static_cast<std::size_t>(item.chunk)][static_cast<std::size_t>(j)]);
+      for (std::size_t piece = 0; piece < count; ++piece) {
+        arc_of.push_back(arc_at[static_cast<std::size_t>(item.chunk)][static_cast<std::size_t>(j)] + piece);
+      }
     }
-    // Every real block at its ring frame's offset, where that holds.
+    // Every real unit at its ring frame's offset, where that holds.
     auto unrolled = [&](const std::vector<std::size_t>& ring_offsets) {
-      std::vector<std::size_t> offsets(blocks.size());
-      for (std::size_t b = 0; b < blocks.size(); ++b) offsets[b] = ring_offsets[arc_of[b]];
-      if (!layout_holds(blocks, offsets)) offsets.clear();
+      std::vector<std::size_t> offsets(units.size());
+      for (std::size_t u = 0; u < units.size(); ++u) offsets[u] = ring_offsets[arc_of[u]];
+      if (!layout_holds(units, offsets)) offsets.clear();
       return offsets;
     };
     rising_search search(arcs, ring);
@@ -139,7 +161,7 @@ inline constexpr std::size_t periodic_frames_limit = 160;
       if (offsets.empty()) return false;
       offsets = unrolled(offsets);
       if (offsets.empty()) return false;
-      high = top_of(blocks, offsets);
+      high = top_of(units, offsets);
       lowest = std::move(offsets);
       return true;
     };
@@ -156,18 +178,31 @@ inline constexpr std::size_t periodic_frames_limit = 160;
     }
     if (high <= floor) break;
   }
-  return lowest;
+  return whole && !lowest.empty() ? layers_of(frame_bytes, items, lowest) : lowest;
 }
 
-/// The anchor schedule's frames laid out by periodic_layout (each chunk's layers back to back), bound to
-/// copies of their own; invalid where none was found or it takes more than `budget` copies of a chunk.
+/// The anchor schedule's frames laid out by periodic_layout, bound to copies of their own: each chunk's
+/// layers back to back, then, where that is above `floor` and a chunk has layers of bytes to lay out
+/// apart, every layer apart (kept where lower); invalid where none was found or it takes more than
+/// `budget` copies of a chunk.
 [[nodiscard]] inline anchor_layout periodic_anchor(const std::vector<std::vector<std::size_t>>& frame_bytes,
                                                    const std::vector<std::size_t>& chunk_bytes,
                                                    const std::vector<lifetime>& items, std::size_t floor, int budget,
                                                    std::size_t effort) {
-  const std::vector<std::size_t> blocks = periodic_layout(chunk_bytes, items, floor, effort);
-  if (blocks.empty()) return {copy_table(frame_bytes), {}, 0, false};
-  return anchor_of(frame_bytes, items, frames_of(frame_bytes, items), layers_of(frame_bytes, items, blocks), budget);
+  const std::vector<frame_interval> frames = frames_of(frame_bytes, items);
+  anchor_layout best{copy_table(frame_bytes), {}, 0, false};
+  bool layered = false;  // a chunk has two layers of bytes or more
+  for (const std::vector<std::size_t>& layers : frame_bytes) {
+    layered = layered || std::count_if(layers.begin(), layers.end(), [](std::size_t b) { return b > 0; }) > 1;
+  }
+  for (bool whole : {true, false}) {
+    if (!whole && (!layered || (best.valid && best.footprint <= floor))) break;
+    const std::vector<std::size_t> offsets = periodic_layout(frame_bytes, chunk_bytes, items, floor, effort, whole);
+    if (offsets.empty()) continue;
+    anchor_layout candidate = anchor_of(frame_bytes, items, frames, offsets, budget);
+    if (candidate.valid && (!best.valid || candidate.footprint < best.footprint)) best = std::move(candidate);
+  }
+  return best;
 }
 
 }  // namespace graphpool::plan::detail

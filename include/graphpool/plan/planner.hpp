@@ -43,7 +43,8 @@ namespace graphpool::plan {
 /// quarter into the schedule (its steady state laid out first, the warmup fitted around it after: 4 of those
 /// 504 plans lower, one of them from above issue 8's target to below); offline orders with whole chunks
 /// best-fit, each refined by a squeaky-wheel search; the steady state laid out on a ring of a few periods and
-/// repeated (periodic_layout.hpp: kept only where lower than every layout before it, so it stops early
+/// repeated, each chunk's layers as one block, then apart where the blocks stay above the live bound
+/// (periodic_layout.hpp: kept only where lower than every layout before it, so it stops early
 /// elsewhere; a union's counts with a short last group have that tail laid out afresh, periodic_replay.hpp);
 /// and frames under a height, backing up where one does not fit. A single schedule with no copy limit still
 /// above the live bound after them has its lowest layout lowered by the rising search at heights under it
