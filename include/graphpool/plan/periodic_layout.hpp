@@ -105,19 +105,17 @@ inline constexpr std::size_t periodic_frames_limit = 160;
   if (period.microbatches == 0) return {};
   int microbatches = 0;
   for (const lifetime& item : items) microbatches = std::max(microbatches, item.microbatch + 1);
-  // What one item lays out: its block, or its layers (as blocks_of and frames_of list them).
-  auto pieces = [&](const lifetime& item) {
-    const auto c = static_cast<std::size_t>(item.chunk);
-    std::vector<std::size_t> bytes;
+  // What an item of each chunk lays out: its block, or its layers (as blocks_of and frames_of list them).
+  std::vector<std::vector<std::size_t>> pieces(chunk_bytes.size());
+  for (std::size_t c = 0; c < chunk_bytes.size(); ++c) {
     if (whole) {
-      if (chunk_bytes[c] > 0) bytes.push_back(chunk_bytes[c]);
+      if (chunk_bytes[c] > 0) pieces[c].push_back(chunk_bytes[c]);
     } else {
       for (std::size_t layer : frame_bytes[c]) {
-        if (layer > 0) bytes.push_back(layer);
+        if (layer > 0) pieces[c].push_back(layer);
       }
     }
-    return bytes;
-  };
+  }
   const std::vector<frame_interval> units = whole ? blocks_of(chunk_bytes, items) : frames_of(frame_bytes, items);
   std::vector<std::size_t> lowest;
   std::size_t high = static_cast<std::size_t>(-1);
@@ -133,7 +131,7 @@ inline constexpr std::size_t periodic_frames_limit = 160;
     bool fits = true;
     for (const lifetime& item : items) {
       if (item.microbatch < first || item.microbatch >= first + ring_microbatches) continue;
-      const std::vector<std::size_t> bytes = pieces(item);
+      const std::vector<std::size_t>& bytes = pieces[static_cast<std::size_t>(item.chunk)];
       if (bytes.empty()) continue;
       if (item.end - item.start >= ring) fits = false;
       arc_at[static_cast<std::size_t>(item.chunk)][static_cast<std::size_t>(item.microbatch - first)] = arcs.size();
@@ -142,7 +140,7 @@ inline constexpr std::size_t periodic_frames_limit = 160;
     if (!fits) continue;  // a microbatch would meet itself a ring later: more periods
     if (arcs.size() > periodic_frames_limit) break;
     for (const lifetime& item : items) {
-      const std::size_t count = pieces(item).size();
+      const std::size_t count = pieces[static_cast<std::size_t>(item.chunk)].size();
       const int j = ((item.microbatch - first) % ring_microbatches + ring_microbatches) % ring_microbatches;
       for (std::size_t piece = 0; piece < count; ++piece) {
         arc_of.push_back(arc_at[static_cast<std::size_t>(item.chunk)][static_cast<std::size_t>(j)] + piece);
