@@ -1,8 +1,9 @@
 #pragma once
 /// @file single_lowering.hpp
 /// @brief The searches make_plan runs on a single schedule's lowest packed layout with no copy limit
-/// while it is above the live bound: the rising search at heights under it, ruin and recreate, then the
-/// conflict-driven search over which frame lies below which. Each microbatch may open a copy of its own
+/// while it is above the live bound: where it is far above, the sweep again with more effort; the rising
+/// search at heights under it, ruin and recreate, then the conflict-driven search over which frame lies
+/// below which. Each microbatch may open a copy of its own
 /// there; with a copy limit the copies the moved frames open rarely fit it. Host-only: no CUDA header.
 
 #include <cstddef>
@@ -13,12 +14,23 @@
 #include "graphpool/plan/frame_sizes.hpp"
 #include "graphpool/plan/learned_lower.hpp"
 #include "graphpool/plan/lowered_maps.hpp"
+#include "graphpool/plan/packed_maps.hpp"
 #include "graphpool/plan/recreate_layout.hpp"
 #include "graphpool/plan/rising_layout.hpp"
 #include "graphpool/plan/schedule.hpp"
 #include "graphpool/plan/slot_map.hpp"
 
 namespace graphpool::plan {
+
+/// @brief A single schedule's lowest layout after every packing, where more than 1 / this above the live bound
+/// (5%: issue 8's target for single schedules), is laid out again by the sweep with longer_sweep_effort.
+inline constexpr std::size_t longer_sweep_margin = 20;
+
+/// @brief Neighbours that sweep may look at: four times layout_packings' longest sweep, whose squeaky wheel
+/// runs out of effort on long schedules (PP 8 rank 1 VPP 4 of 77, 40, 40 and 188 MiB: 1.045 of the live bound
+/// at M 96, 1.081 at M 128; with four times the effort 1.057, and 1.041 after the searches below). About 20-40 s
+/// more on PP 8 VPP 4 M 128 (512 frames).
+inline constexpr std::size_t longer_sweep_effort = 960'000'000;
 
 /// @brief Sections the rising search may look at (rising_lower) over the heights it tries under the lowest
 /// layout of a single schedule above the live bound with no copy limit: 16 heights, about 3 s at most.
@@ -49,7 +61,8 @@ namespace detail {
 }
 
 /// `least`, the lowest packed layout of the single schedule `s` (frames of `sizes`, at most `budget` copies
-/// a chunk), lowered: by ruin and recreate (a few frames out and back in, many times), from `least` and,
+/// a chunk), where more than a twentieth above `live_bound` replaced by the sweep's with longer_sweep_effort
+/// if that is lower, then lowered: by ruin and recreate (a few frames out and back in, many times), from `least` and,
 /// where the rising search at heights between `live_bound` and its top finds a lower layout, from that one
 /// too, whose path is kept only where it ends lower (from a lower start the later stages can end higher: PP
 /// 2 rank 0 VPP 2 M 24 of eight layers, 2508 against 2505 MiB; PP 4 rank 0 VPP 4 M 24 of three layers, where
@@ -59,6 +72,12 @@ namespace detail {
 [[nodiscard]] inline packed_maps lowered_single(const schedule& s, const frame_sizes& sizes, int budget,
                                                 packed_maps least, std::size_t live_bound,
                                                 std::size_t& least_saved) {
+  if (least.footprint > live_bound + live_bound / longer_sweep_margin) {
+    packing longer{packing_order::sweep, true, false, 0, longer_sweep_effort, 4, true};
+    longer.lower_own_frames = true;
+    packed_maps swept = pack_maps({s}, sizes.bytes, budget, longer);
+    if (smaller_layout(swept, least)) least = std::move(swept);
+  }
   auto recreated = [&](const packed_maps& from) {
     return lowered_maps(s, sizes, budget, from, [&](const auto& frames, auto offsets) {
       return recreate_lower(frames, std::move(offsets), live_bound, recreate_effort);
