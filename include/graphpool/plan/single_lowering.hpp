@@ -28,8 +28,8 @@ inline constexpr std::size_t longer_sweep_margin = 20;
 
 /// @brief Neighbours that sweep may look at: four times layout_packings' longest sweep, whose squeaky wheel
 /// runs out of effort on long schedules (PP 8 rank 1 VPP 4 of 77, 40, 40 and 188 MiB: 1.045 of the live bound
-/// at M 96, 1.081 at M 128; with four times the effort 1.057, and 1.041 after the searches below). About 20-40 s
-/// more on PP 8 VPP 4 M 128 (512 frames).
+/// at M 96, 1.081 at M 128; with four times the effort 1.057, and 1.041 after the searches below). About 10-25 s
+/// more on PP 8 VPP 4 M 128 (512 frames) where it runs.
 inline constexpr std::size_t longer_sweep_effort = 960'000'000;
 
 /// @brief Sections the rising search may look at (rising_lower) over the heights it tries under the lowest
