@@ -352,7 +352,7 @@ TEST_CASE("the schedule rule plans issue 8's worst interleaved case within 5% of
 TEST_CASE("a longer sweep brings PP 8 rank 1 VPP 4 M 128 from 7.3% above the live bound under 5%", "[plan][sweep]") {
   // Chunks of 77, 40, 40 and 188 MiB (the planner-quality corpus): the packings' sweeps run out of effort on
   // the 512 frames (1.073 at best: the periodic layout's, which none of the searches after it lowers); the
-  // sweep with four times the effort (single_lowering.hpp's longer_sweep_effort) reaches 1.057, and the
+  // sweep with four times the effort (single_lowering.hpp's longer_sweep_factor) reaches 1.057, and the
   // searches after it 3274 MiB, 1.041 of the 3145 MiB live bound.
   const problem p = one_layer_chunks(schedule::interleaved(8, 1, 128, 4, 8), {77 * MiB, 40 * MiB, 40 * MiB, 188 * MiB});
   const plan planned = checked_plan(p);

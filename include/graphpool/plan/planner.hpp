@@ -47,16 +47,16 @@ namespace graphpool::plan {
 /// (periodic_layout.hpp: kept only where lower than every layout before it, so it stops early
 /// elsewhere; a union's counts with a short last group have that tail laid out afresh, periodic_replay.hpp);
 /// and frames under a height, backing up where one does not fit. A single schedule with no copy limit still
-/// above the live bound after them has its lowest layout (swept again with longer_sweep_effort where 5% above)
-/// lowered by the rising search at heights under it (rising_lower_effort), by ruin and recreate
-/// (recreate_effort), then by the conflict-driven search over which frame lies below which (learned_effort).
+/// above the live bound after them has its lowest layout (where 5% above, squeaky_sweep again with
+/// longer_sweep_factor times its effort) lowered by the rising search at heights under it (rising_lower_effort),
+/// by ruin and recreate (recreate_effort), then by the conflict-driven search over which frame lies below which.
 inline constexpr packing layout_packings[] = {
     {packing_order::start, true, false, 0},
     {packing_order::rising, true, false, 0, 200'000'000},
     {packing_order::sweep, true, false, 0, 60'000'000, 4},
     {packing_order::sweep, true, false, 6, 60'000'000, 4},
     {packing_order::sweep, true, false, 0, 60'000'000, 0},
-    {packing_order::sweep, true, false, 0, 240'000'000, 4, true},
+    squeaky_sweep,
     {packing_order::sweep, true, false, 4, 240'000'000, 4, true},
     {packing_order::sweep, true, false, 4, 240'000'000, 4, true, 250},
     {packing_order::size, false, true, 40},

@@ -23,14 +23,19 @@
 namespace graphpool::plan {
 
 /// @brief A single schedule's lowest layout after every packing, where more than 1 / this above the live bound
-/// (5%: issue 8's target for single schedules), is laid out again by the sweep with longer_sweep_effort.
+/// (5%: issue 8's target for single schedules), is laid out again by squeaky_sweep with longer_sweep_factor
+/// times its effort.
 inline constexpr std::size_t longer_sweep_margin = 20;
 
-/// @brief Neighbours that sweep may look at: four times layout_packings' longest sweep, whose squeaky wheel
-/// runs out of effort on long schedules (PP 8 rank 1 VPP 4 of 77, 40, 40 and 188 MiB: 1.045 of the live bound
-/// at M 96, 1.081 at M 128; with four times the effort 1.057, and 1.041 after the searches below). About 10-25 s
-/// more on PP 8 VPP 4 M 128 (512 frames) where it runs.
-inline constexpr std::size_t longer_sweep_effort = 960'000'000;
+/// @brief The sweep from the start with the squeaky wheel and every noisy restart: one of make_plan's packings
+/// (layout_packings), and the one laid out again with longer_sweep_factor times its effort.
+inline constexpr packing squeaky_sweep{packing_order::sweep, true, false, 0, 240'000'000, 4, true};
+
+/// @brief How many times squeaky_sweep's effort the sweep laid out again has: its squeaky wheel runs out of
+/// effort on long schedules (PP 8 rank 1 VPP 4 of 77, 40, 40 and 188 MiB: 1.045 of the live bound at M 96,
+/// 1.081 at M 128; with four times the effort 1.057, and 1.041 after the searches below). About 10-25 s more
+/// on PP 8 VPP 4 M 128 (512 frames) where it runs.
+inline constexpr std::size_t longer_sweep_factor = 4;
 
 /// @brief Sections the rising search may look at (rising_lower) over the heights it tries under the lowest
 /// layout of a single schedule above the live bound with no copy limit: 16 heights, about 3 s at most.
@@ -61,8 +66,9 @@ namespace detail {
 }
 
 /// `least`, the lowest packed layout of the single schedule `s` (frames of `sizes`, at most `budget` copies
-/// a chunk), where more than a twentieth above `live_bound` replaced by the sweep's with longer_sweep_effort
-/// if that is lower, then lowered: by ruin and recreate (a few frames out and back in, many times), from `least` and,
+/// a chunk), where more than a twentieth above `live_bound` replaced by squeaky_sweep's layout with
+/// longer_sweep_factor times its effort if that is lower, then lowered: by ruin and recreate (a few frames out
+/// and back in, many times), from `least` and,
 /// where the rising search at heights between `live_bound` and its top finds a lower layout, from that one
 /// too, whose path is kept only where it ends lower (from a lower start the later stages can end higher: PP
 /// 2 rank 0 VPP 2 M 24 of eight layers, 2508 against 2505 MiB; PP 4 rank 0 VPP 4 M 24 of three layers, where
@@ -73,8 +79,8 @@ namespace detail {
                                                 packed_maps least, std::size_t live_bound,
                                                 std::size_t& least_saved) {
   if (least.footprint > live_bound + live_bound / longer_sweep_margin) {
-    packing longer{packing_order::sweep, true, false, 0, longer_sweep_effort, 4, true};
-    longer.lower_own_frames = true;
+    packing longer = squeaky_sweep;
+    longer.search_effort *= longer_sweep_factor;
     packed_maps swept = pack_maps({s}, sizes.bytes, budget, longer);
     if (smaller_layout(swept, least)) least = std::move(swept);
   }
